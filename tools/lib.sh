@@ -1,0 +1,68 @@
+# Shared helpers for the workspace scripts: paths, base selection, stage
+# banners and verdicts. Sourced, never run.
+
+WS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$WS/build}
+OUT=${OUT:-$WS/out}
+BASE=${BASE:-linux-source-6.1}
+TREE=${TREE:-$BUILD/linux}
+RESULTS=$BUILD/results
+
+base_conf=$WS/tools/bases/$BASE.conf
+if [ ! -f "$base_conf" ]; then
+	echo "error: unknown base '$BASE' (no $base_conf)" >&2
+	exit 2
+fi
+# shellcheck source=bases/linux-source-6.1.conf
+. "$base_conf"
+
+# A fixed identity for commits the workspace makes in the tree (the base, and
+# the committer of applied patches), so commit ids do not depend on the user.
+WS_COMMITTER_NAME=${WS_COMMITTER_NAME:-Yama Workspace}
+WS_COMMITTER_EMAIL=${WS_COMMITTER_EMAIL:-yama-workspace@localhost}
+
+die() {
+	echo "error: $*" >&2
+	exit 1
+}
+
+note() {
+	echo "  $*"
+}
+
+# stage_begin NAME WHAT: print the banner and remember the start time.
+stage_begin() {
+	STAGE_NAME=$1
+	STAGE_START=$(date +%s)
+	echo "== $1: $2"
+}
+
+# stage_end VERDICT PASSED FAILED [DETAIL]: print the one-line verdict and
+# record it in build/results/NAME.verdict for the summary of make check.
+stage_end() {
+	local verdict=$1 passed=${2:-0} failed=${3:-0} detail=${4:-}
+	local elapsed=$(($(date +%s) - STAGE_START))
+	mkdir -p "$RESULTS"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$STAGE_NAME" "$verdict" "$passed" \
+		"$failed" "$elapsed" >"$RESULTS/$STAGE_NAME.verdict"
+	printf '== %s: %s (%d passed, %d failed) in %ds%s\n' "$STAGE_NAME" \
+		"$verdict" "$passed" "$failed" "$elapsed" "${detail:+: $detail}"
+}
+
+# tree_git ARGS: git in the kernel tree, with the workspace committer.
+tree_git() {
+	GIT_COMMITTER_NAME=$WS_COMMITTER_NAME \
+	GIT_COMMITTER_EMAIL=$WS_COMMITTER_EMAIL \
+		git -C "$TREE" "$@"
+}
+
+# base_id: the id of the tree's root commit (tag "base").
+base_id() {
+	git -C "$TREE" rev-parse -q --verify 'refs/tags/base^{commit}' 2>/dev/null
+}
+
+# series_patches: the patch files of series/, in the order of series/series.
+series_patches() {
+	[ -f "$WS/series/series" ] || return 0
+	grep -v '^[[:space:]]*\(#\|$\)' "$WS/series/series"
+}
