@@ -7,6 +7,9 @@ OUT=${OUT:-$WS/out}
 BASE=${BASE:-linux-source-6.1}
 TREE=${TREE:-$BUILD/linux}
 RESULTS=$BUILD/results
+# Debian's interpreter, which has the python3-* packages (not a pyenv one).
+PYTHON=${PYTHON:-/usr/bin/python3}
+SERIES_DIR=${SERIES_DIR:-$WS/series}
 
 base_conf=$WS/tools/bases/$BASE.conf
 if [ ! -f "$base_conf" ]; then
@@ -20,6 +23,13 @@ fi
 # the committer of applied patches), so commit ids do not depend on the user.
 WS_COMMITTER_NAME=${WS_COMMITTER_NAME:-Yama Workspace}
 WS_COMMITTER_EMAIL=${WS_COMMITTER_EMAIL:-yama-workspace@localhost}
+
+# The sender and author of the series (From:, Signed-off-by:), one setting:
+# make SENDER="Name <address>", default the project identity.
+SENDER=${SENDER:-Yama Developers <yama-dev@example.org>}
+SENDER_NAME=${SENDER% <*}
+SENDER_EMAIL=${SENDER##*<}
+SENDER_EMAIL=${SENDER_EMAIL%>}
 
 die() {
 	echo "error: $*" >&2
@@ -63,6 +73,6 @@ base_id() {
 
 # series_patches: the patch files of series/, in the order of series/series.
 series_patches() {
-	[ -f "$WS/series/series" ] || return 0
-	grep -v '^[[:space:]]*\(#\|$\)' "$WS/series/series"
+	[ -f "$SERIES_DIR/series" ] || return 0
+	grep -v '^[[:space:]]*\(#\|$\)' "$SERIES_DIR/series"
 }

@@ -1,0 +1,75 @@
+# The Yama submission workspace. Every target is a thin call into the script
+# of the same name in tools/; the scripts hold the work, this file only the
+# order of the stages. `make help` lists the targets.
+
+BASE ?= linux-source-6.1
+SENDER ?= Yama Developers <yama-dev@example.org>
+export BASE SENDER
+
+TOOLS := tools
+
+.PHONY: all help deps tree export series-check kunit selftests bench \
+	posting range-diff record-posting check check-debug test-tools clean
+
+## all: the posting, checked (same as make posting)
+all: posting
+
+## help: list the targets
+help:
+	@awk -F": " '/^## /{sub(/^## /,""); printf "  %-15s %s\n", $$1, substr($$0, length($$1) + 3)}' Makefile
+
+## deps: install the Debian packages the workspace needs (only the missing ones)
+deps:
+	@QUIET=1 $(TOOLS)/deps
+
+## tree: extract the base into build/linux, fixed base commit, git am series/
+tree: deps
+	@$(TOOLS)/tree
+
+## export: write the tree's commits since the base back into series/
+export:
+	@$(TOOLS)/export
+
+## series-check: per patch checkpatch, W=1+sparse build, kernel-doc; tip config matrix
+series-check: tree
+	@$(TOOLS)/series-check
+
+## kunit: kunit.py run --arch=x86_64 for the tree's and kunit/ configs (QEMU)
+kunit: tree
+	@$(TOOLS)/kunit
+
+## selftests: boot the series in QEMU per scenario and run the Yama kselftests
+selftests: tree
+	@$(TOOLS)/selftests
+
+## bench: benchmarks of Yama's checks (in QEMU) and of the workspace loop
+bench: tree
+	@$(TOOLS)/bench
+
+## posting: cover letter + b4 -> out/posting/vN/*.eml and thread.mbox, proven
+posting: series-check
+	@$(TOOLS)/posting
+
+## range-diff: git range-diff between the last posted revision and the series
+range-diff: tree
+	@$(TOOLS)/range-diff
+
+## record-posting: record out/posting/vN as posted (cover-letter/posted/) and start vN+1
+record-posting:
+	@$(TOOLS)/posting --record
+
+## check: all tests (tools, tree, gates, KUnit, kselftests, posting proof)
+check: deps
+	@$(TOOLS)/check
+
+## check-debug: KUnit and kselftests on debug kernels (KASAN, lockdep, ...)
+check-debug: tree
+	@$(TOOLS)/check-debug
+
+## test-tools: the tests of the workspace's own scripts
+test-tools: deps
+	@$(TOOLS)/test-tools
+
+## clean: remove build/ and out/, kernel tree included (export first)
+clean:
+	@$(TOOLS)/clean

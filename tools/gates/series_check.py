@@ -1,0 +1,716 @@
+#!/usr/bin/env python3
+"""Series gates: every patch of series/, applied in order on the base, is
+checked on its own (checkpatch, W=1 build, sparse on the touched files,
+kernel-doc on the touched C files); the tip is also built in a small config
+matrix and its rst documentation is parsed.
+
+Called by tools/series-check (which prints the stage banner and verdict).
+
+Layout under $GATES_DIR (default $BUILD/gates):
+  src/          a `git clone --shared` of $TREE: the only checkout it builds
+  o-main/       the out-of-tree build directory (make O=), kept between runs
+  cfg/          allnoconfig results at the base, one per config of the matrix
+  cache/        one JSON per gate run, named by a hash of everything the gate
+                reads (patch bytes, tree ids, config fragment, tool versions):
+                an unchanged input is never checked twice
+Environment: SERIES_DIR (default $WS/series), GATES_DIR, SERIES_CHECK_OUT
+(results prefix; default $RESULTS/series-check, or under GATES_DIR/scratch
+when SERIES_DIR is overridden), JOBS (make -j, default 2).
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+WS = os.environ["WS"]
+BUILD = os.environ.get("BUILD", os.path.join(WS, "build"))
+TREE = os.environ.get("TREE", os.path.join(BUILD, "linux"))
+RESULTS = os.environ.get("RESULTS", os.path.join(BUILD, "results"))
+DEFAULT_SERIES = os.path.join(WS, "series")
+SERIES_DIR = os.path.abspath(os.environ.get("SERIES_DIR") or DEFAULT_SERIES)
+G = os.path.abspath(os.environ.get("GATES_DIR") or os.path.join(BUILD, "gates"))
+SRC = os.path.join(G, "src")
+ODIR = os.path.join(G, "o-main")
+JOBS = os.environ.get("JOBS", "2")
+HERE = os.path.dirname(os.path.abspath(__file__))
+CCWRAP = os.path.join(HERE, "cc-wrap")
+CC = "%s ccache gcc" % CCWRAP
+DICT = "/usr/lib/python3/dist-packages/codespell_lib/data/dictionary.txt"
+if os.environ.get("SERIES_CHECK_OUT"):
+    OUTP = os.environ["SERIES_CHECK_OUT"]
+elif SERIES_DIR != os.path.abspath(DEFAULT_SERIES):
+    OUTP = os.path.join(G, "scratch", os.path.basename(SERIES_DIR), "series-check")
+else:
+    OUTP = os.path.join(RESULTS, "series-check")
+
+PATCH_GATES = ["apply", "checkpatch", "build", "sparse", "kernel-doc"]
+TIP_GATES = ["yama=n", "sysctl=n", "kunit-test=n", "kunit-test=y", "rst"]
+# The test kernel config: the QEMU boot fragment, the selftests' fragment of
+# the tip (when the series has one), and what Yama needs; KUnit on so the
+# KUnit test code is compiled and checked too (KUnit itself is small).
+BASE_FRAGMENT = """CONFIG_SECURITY=y
+CONFIG_SECURITY_YAMA=y
+CONFIG_SYSCTL=y
+CONFIG_PROC_SYSCTL=y
+CONFIG_KUNIT=y
+CONFIG_SECURITY_YAMA_KUNIT_TEST=y
+"""
+MATRIX = {
+    "main": "",
+    "yama=n": "# CONFIG_SECURITY_YAMA is not set\n",
+    "sysctl=n": "# CONFIG_PROC_SYSCTL is not set\n# CONFIG_SYSCTL is not set\n",
+    "kunit-test=n": "# CONFIG_SECURITY_YAMA_KUNIT_TEST is not set\n",
+}
+# What each matrix config must end up with in .config (else it is red).
+MATRIX_EXPECT = {
+    "yama=n": ("CONFIG_SECURITY_YAMA", None),
+    "sysctl=n": ("CONFIG_SYSCTL", None),
+    "kunit-test=n": ("CONFIG_SECURITY_YAMA_KUNIT_TEST", None),
+    "kunit-test=y": ("CONFIG_SECURITY_YAMA_KUNIT_TEST", "y"),
+}
+T0 = time.time()
+
+
+def progress(msg):
+    print("  [%4ds] %s" % (time.time() - T0, msg), flush=True)
+
+
+def run(cmd, cwd=None, env=None, check=False, inp=None):
+    e = dict(os.environ)
+    e["LC_ALL"] = "C"
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, cwd=cwd, env=e, input=inp, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True,
+                       errors="replace")
+    if check and p.returncode:
+        sys.exit("error: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode,
+                                                 p.stdout[-3000:]))
+    return p.returncode, p.stdout
+
+
+def git(*args, **kw):
+    rc, out = run(["git", "-C", SRC] + list(args), **kw)
+    return rc, out
+
+
+def gitout(*args):
+    return git(*args, check=True)[1].strip()
+
+
+def sha(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def file_sha(path):
+    with open(path, "rb") as f:
+        return sha(f.read())
+
+
+# Everything that changes how a gate judges: these scripts, sparse, gcc.
+TOOLS = sha(file_sha(__file__), file_sha(CCWRAP),
+            run(["gcc", "--version"])[1], run(["sparse", "--version"])[1])
+
+
+class Cache:
+    def __init__(self):
+        self.dir = os.path.join(G, "cache")
+        os.makedirs(self.dir, exist_ok=True)
+
+    def get(self, key):
+        try:
+            with open(os.path.join(self.dir, key + ".json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key, value):
+        tmp = os.path.join(self.dir, key + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(value, f, indent=1)
+        os.replace(tmp, os.path.join(self.dir, key + ".json"))
+
+
+CACHE = Cache()
+
+# ---------------------------------------------------------------- warnings
+ANSI = re.compile(r"\x1b\[[0-9;]*[mK]")
+DIAG = re.compile(r"(^|[\s:])(warning|error|WARNING|ERROR):")
+LINENO = re.compile(r"^(\S+?):\d+(:\d+)?:")
+
+
+def norm(line):
+    """A warning line without paths of the build and without line numbers,
+    so the same warning matches across patches that move code."""
+    line = ANSI.sub("", line).strip()
+    for p in (SRC + "/", ODIR + "/", "../src/"):
+        line = line.replace(p, "")
+    line = LINENO.sub(r"\1:", line)
+    return re.sub(r"\s+", " ", line)
+
+
+def diag_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = ANSI.sub("", line)
+        if DIAG.search(line) and not line.lstrip().startswith("|"):
+            out.append(line.rstrip())
+    return out
+
+
+def first_errors(text, n=8):
+    lines = [l for l in text.splitlines()
+             if re.search(r"error|Error|undefined reference|\*\*\*", l)]
+    return (lines or text.splitlines()[-n:])[:n]
+
+
+# ---------------------------------------------------------------- the tree
+def ensure_src():
+    base = run(["git", "-C", TREE, "rev-parse", "--verify", "-q",
+                "refs/tags/base^{commit}"])[1].strip()
+    if not base:
+        sys.exit("error: %s has no tag 'base'; run make tree" % TREE)
+    if not os.path.isdir(os.path.join(SRC, ".git")):
+        progress("cloning %s -> %s (shared objects)" % (TREE, SRC))
+        os.makedirs(G, exist_ok=True)
+        run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, SRC],
+            check=True)
+        git("checkout", "-q", "--detach", base, check=True)
+    if git("cat-file", "-e", base + "^{commit}")[0]:
+        git("fetch", "-q", TREE, "refs/tags/base:refs/tags/base", check=True)
+    git("config", "gc.auto", "0")
+    if os.path.exists(os.path.join(SRC, ".config")):
+        sys.exit("error: %s was built in place; remove it" % SRC)
+    return base
+
+
+def series_list():
+    order = os.path.join(SERIES_DIR, "series")
+    if not os.path.exists(order):
+        return []
+    names = []
+    with open(order) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                names.append(line)
+    return names
+
+
+def apply_series(base, names):
+    """Apply the patches on the base in a private index (the checkout is not
+    touched, so the build keeps its timestamps). Returns the states: a list
+    of dicts, the base first, then one per patch that applied, and the name
+    and error of the first patch that did not apply."""
+    idx = os.path.join(G, "apply.index")
+    env = {"GIT_INDEX_FILE": idx,
+           "GIT_AUTHOR_NAME": "gates", "GIT_AUTHOR_EMAIL": "gates@localhost",
+           "GIT_COMMITTER_NAME": "gates",
+           "GIT_COMMITTER_EMAIL": "gates@localhost",
+           "GIT_AUTHOR_DATE": "2010-06-21T00:00:00+00:00",
+           "GIT_COMMITTER_DATE": "2010-06-21T00:00:00+00:00"}
+    git("read-tree", base, env=env, check=True)
+    states = [{"name": "base", "commit": base,
+               "tree": gitout("rev-parse", base + "^{tree}")}]
+    for n, name in enumerate(names, 1):
+        path = os.path.join(SERIES_DIR, name)
+        if not os.path.exists(path):
+            return states, name, ["series/series names %s, which does not exist" % name]
+        rc, out = git("apply", "--cached", path, env=env)
+        if rc:
+            return states, name, out.strip().splitlines()[:8]
+        tree = git("write-tree", env=env, check=True)[1].strip()
+        subject = name
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("Subject:"):
+                    subject = line[8:].strip()
+                    break
+        commit = git("commit-tree", tree, "-p", states[-1]["commit"], "-m",
+                     subject, env=env, check=True)[1].strip()
+        git("update-ref", "refs/gates/%d" % n, commit)
+        states.append({"name": name, "n": n, "path": path, "subject": subject,
+                       "commit": commit, "tree": tree,
+                       "patch_sha": file_sha(path)})
+    return states, None, None
+
+
+CHECKED_OUT = [None]
+
+
+def checkout(state):
+    if CHECKED_OUT[0] != state["commit"]:
+        git("checkout", "-q", "-f", "--detach", state["commit"], check=True)
+        CHECKED_OUT[0] = state["commit"]
+
+
+def changed_files(a, b):
+    out = gitout("diff", "--name-only", "--no-renames", a["tree"], b["tree"])
+    return [l for l in out.splitlines() if l]
+
+
+def blob(state, path):
+    rc, out = git("cat-file", "blob", "%s:%s" % (state["tree"], path))
+    return out if rc == 0 else None
+
+
+# ---------------------------------------------------------------- gates
+def gate_checkpatch(st):
+    key = sha("checkpatch", TOOLS, st["patch_sha"], file_sha(
+        os.path.join(SRC, "scripts/checkpatch.pl")))
+    res = CACHE.get(key)
+    if res:
+        return res, True
+    rc, out = run(["perl", "scripts/checkpatch.pl", "--strict", "--codespell",
+                   "--codespellfile", DICT, "--color=never", st["path"]],
+                  cwd=SRC)
+    detail = []
+    lines = out.splitlines()
+    for i, l in enumerate(lines):
+        if re.match(r"^(ERROR|WARNING|CHECK):", l):
+            detail.append(l)
+            if i + 1 < len(lines) and lines[i + 1].startswith("#"):
+                detail.append("  " + lines[i + 1])
+    total = [l for l in lines if l.startswith("total:")]
+    res = {"ok": rc == 0, "detail": detail[:10] + total}
+    CACHE.put(key, res)
+    return res, False
+
+
+def kdoc_run(state, paths):
+    if not paths:
+        return set()
+    with tempfile.TemporaryDirectory(dir=G) as tmp:
+        present = []
+        for p in paths:
+            text = blob(state, p)
+            if text is None:
+                continue
+            os.makedirs(os.path.join(tmp, os.path.dirname(p)), exist_ok=True)
+            with open(os.path.join(tmp, p), "w") as f:
+                f.write(text)
+            present.append(p)
+        if not present:
+            return set()
+        rc, out = run(["perl", os.path.join(SRC, "scripts/kernel-doc"),
+                       "-none"] + present, cwd=tmp)
+        return {norm(l) for l in diag_lines(out)}
+
+
+def gate_kdoc(prev, st):
+    files = [f for f in changed_files(prev, st) if f.endswith((".c", ".h"))]
+    key = sha("kernel-doc", TOOLS, prev["tree"], st["tree"],
+              file_sha(os.path.join(SRC, "scripts/kernel-doc")))
+    res = CACHE.get(key)
+    if res:
+        return res, True
+    new = sorted(kdoc_run(st, files) - kdoc_run(prev, files))
+    res = {"ok": not new, "detail": new[:10], "files": files}
+    CACHE.put(key, res)
+    return res, False
+
+
+def fragment(tip):
+    parts = []
+    with open(os.path.join(WS, "selftests/config/qemu-x86_64.config")) as f:
+        parts.append(f.read())
+    st_cfg = blob(tip, "tools/testing/selftests/yama/config")
+    if st_cfg:
+        parts.append(st_cfg)
+    parts.append(BASE_FRAGMENT)
+    return "\n".join(parts)
+
+
+def make(args, log=None):
+    cmd = ["make", "-C", SRC, "O=" + ODIR, "CC=" + CC, "W=1",
+           "-j" + JOBS] + args
+    rc, out = run(cmd)
+    if log:
+        with open(log, "w") as f:
+            f.write(out)
+    return rc, out
+
+
+def base_config(base, cfgname, frag):
+    """allnoconfig of the base with the fragment: the symbols the series
+    adds are unknown there, so olddefconfig later gives them their
+    defaults instead of allnoconfig's n."""
+    d = os.path.join(G, "cfg")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "%s-%s.config" % (cfgname, sha(base["tree"], frag)[:12]))
+    if os.path.exists(path):
+        with open(path) as f:
+            return f.read()
+    checkout(base)
+    fpath = path + ".fragment"
+    with open(fpath, "w") as f:
+        f.write(frag)
+    progress("allnoconfig (%s) at the base" % cfgname)
+    os.makedirs(ODIR, exist_ok=True)
+    rc, out = run(["make", "-C", SRC, "O=" + ODIR, "CC=" + CC,
+                   "KCONFIG_ALLCONFIG=" + fpath, "allnoconfig"])
+    if rc:
+        sys.exit("error: allnoconfig failed:\n" + out[-2000:])
+    with open(os.path.join(ODIR, ".config")) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text)
+    return text
+
+
+def configure(base, cfgname, frag):
+    """Write .config for the checked-out state; return it."""
+    text = base_config(base, cfgname, frag) + "\n" + frag
+    cfg = os.path.join(ODIR, ".config")
+    with open(cfg, "w") as f:
+        f.write(text)
+    rc, out = run(["make", "-C", SRC, "O=" + ODIR, "CC=" + CC, "olddefconfig"])
+    if rc:
+        return None, out
+    with open(cfg) as f:
+        return f.read(), out
+
+
+def config_value(config, sym):
+    m = re.search(r"^%s=(.*)$" % re.escape(sym), config, re.M)
+    return m.group(1) if m else None
+
+
+def members():
+    """Objects that are part of the current vmlinux (its thin archives)."""
+    objs = set()
+    for a in ("vmlinux.a", "lib/lib.a", "arch/x86/lib/lib.a"):
+        p = os.path.join(ODIR, a)
+        if os.path.exists(p):
+            rc, out = run(["ar", "t", p])
+            for l in out.splitlines():
+                objs.add(os.path.normpath(os.path.join(os.path.dirname(p),
+                                                       l.strip())))
+    return objs
+
+
+def state_warnings(output):
+    """All warnings of the current build state: the compiler's, kept per
+    object by cc-wrap (also for objects this build did not recompile),
+    and the ones make printed itself (objtool, kernel-doc, ld, modpost)."""
+    objs = members()
+    warns = set()
+    for root, dirs, files in os.walk(ODIR):
+        if root == ODIR:
+            dirs[:] = [d for d in dirs if d not in ("scripts", "tools", "usr")]
+        for fn in files:
+            if fn.endswith(".o.warn"):
+                obj = os.path.join(root, fn[:-5])
+                if obj in objs:
+                    with open(os.path.join(root, fn), errors="replace") as f:
+                        warns.update(norm(l) for l in diag_lines(f.read()))
+    warns.update(norm(l) for l in diag_lines(output))
+    return warns
+
+
+def build_state(base, state, cfgname, frag, label):
+    """Build `state` in config cfgname; cached by tree + config."""
+    key = sha("build", TOOLS, cfgname, frag, state["tree"])
+    res = CACHE.get(key)
+    if res:
+        return res, True
+    checkout(state)
+    config, out = configure(base, cfgname, frag)
+    if config is None:
+        res = {"ok": False, "detail": ["olddefconfig failed"] + first_errors(out),
+               "warnings": []}
+        CACHE.put(key, res)
+        return res, False
+    exp = MATRIX_EXPECT.get(label)
+    if exp and config_value(config, exp[0]) != exp[1]:
+        res = {"ok": False, "warnings": [], "detail": [
+            "%s is %s in .config, wanted %s" % (
+                exp[0], config_value(config, exp[0]), exp[1] or "unset")]}
+        CACHE.put(key, res)
+        return res, False
+    t = time.time()
+    progress("  make W=1 vmlinux (%s) ..." % cfgname)
+    rc, out = make(["vmlinux"], log=os.path.join(G, "last-build.log"))
+    progress("  make done in %ds (rc %d)" % (time.time() - t, rc))
+    if rc:
+        res = {"ok": False, "detail": first_errors(out), "warnings": []}
+        # a failed build is not cached: its cause may be outside the inputs
+        return res, False
+    res = {"ok": True, "detail": [], "warnings": sorted(state_warnings(out)),
+           "config": {s: config_value(config, s) for s in (
+               "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL",
+               "CONFIG_SECURITY_YAMA_KUNIT_TEST", "CONFIG_KUNIT")}}
+    CACHE.put(key, res)
+    return res, False
+
+
+def sparse_targets(files):
+    """Objects to run sparse on: the touched C files that are built, and for
+    a touched header the built C files of its directory."""
+    objs = set()
+    for f in files:
+        if f.endswith(".c"):
+            o = f[:-2] + ".o"
+            if os.path.exists(os.path.join(ODIR, o)):
+                objs.add(o)
+        elif f.endswith(".h"):
+            d = os.path.join(ODIR, os.path.dirname(f))
+            if os.path.isdir(d):
+                for fn in os.listdir(d):
+                    if fn.endswith(".o") and os.path.exists(os.path.join(
+                            SRC, os.path.dirname(f), fn[:-2] + ".c")):
+                        objs.add(os.path.join(os.path.dirname(f), fn))
+    return sorted(objs)
+
+
+def sparse_state(base, state, files, frag):
+    """Sparse (make C=2) on the given files at `state`, per file."""
+    key = sha("sparse", TOOLS, frag, state["tree"], *files)
+    res = CACHE.get(key)
+    if res:
+        return res, True
+    checkout(state)
+    configure(base, "main", frag)
+    objs = sparse_targets(files)
+    per = {}
+    if objs:
+        progress("  sparse on %s" % " ".join(objs))
+        rc, out = make(["C=2"] + objs)
+        if rc:
+            res = {"ok": False, "detail": first_errors(out), "files": {}}
+            return res, False
+        for o in objs:
+            per[o[:-2] + ".c"] = []
+        for l in diag_lines(out):
+            n = norm(l)
+            fname = n.split(":", 1)[0]
+            per.setdefault(fname, []).append(n)
+    res = {"ok": True, "files": per, "objs": objs}
+    CACHE.put(key, res)
+    return res, False
+
+
+SPHINX = {"doc", "ref", "c:func", "c:type", "c:macro", "c:data", "c:member",
+          "c:struct", "manpage", "kbd", "file", "envvar", "option", "command",
+          "program", "abbr", "kernel-doc", "toctree", "code-block", "only",
+          "c:function", "c:macro", "index", "glossary", "tabularcolumns",
+          "kernel-figure", "kernel-render", "kernel-include", "kernel-feat",
+          "kernel-abi", "highlight", "literalinclude", "ss", "sup", "sub",
+          "menuselection", "guilabel"}
+
+
+def rst_check(state, paths):
+    try:
+        import docutils.core
+        import docutils.nodes
+        import docutils.utils
+    except ImportError:
+        return {"ok": False, "detail": ["python3-docutils is missing"]}
+    import io
+    problems = []
+    for p in paths:
+        text = blob(state, p)
+        if text is None:
+            continue
+        stream = io.StringIO()
+        doc = docutils.core.publish_doctree(
+            text, source_path=p, settings_overrides={
+                "report_level": 5, "halt_level": 5, "warning_stream": stream,
+                "file_insertion_enabled": False, "raw_enabled": False})
+        for msg in doc.traverse(docutils.nodes.system_message):
+            if msg["level"] < 3:
+                continue
+            body = msg.astext()
+            m = re.search(r'(?:Unknown interpreted text role|Unknown directive type|'
+                          r'No role entry for|No directive entry for)\s+"([^"]+)"', body)
+            if m and m.group(1).lower() in SPHINX:
+                continue
+            if "Trying" in body and "as canonical role name" in body:
+                continue
+            problems.append("%s:%s: %s" % (p, msg.get("line", "?"),
+                                           body.splitlines()[0][:200]))
+    return {"ok": not problems, "detail": problems[:10], "files": paths}
+
+
+# ---------------------------------------------------------------- main
+def main():
+    os.makedirs(G, exist_ok=True)
+    lock = open(os.path.join(G, "lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        progress("waiting for another series-check to finish")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    base_commit = ensure_src()
+    names = series_list()
+    print("  series: %s (%d patches)" % (SERIES_DIR, len(names)), flush=True)
+    states, bad, bad_err = apply_series(base_commit, names)
+    base, tip = states[0], states[-1]
+    frag = fragment(tip)
+    cells = {}          # row -> gate -> {"status", "detail"}
+    rows = []
+
+    def cell(row, gate, ok, detail=None, cached=False, status=None):
+        cells.setdefault(row, {})[gate] = {
+            "status": status or ("pass" if ok else "FAIL"),
+            "detail": detail or [], "cached": cached}
+
+    # The base: warnings of every matrix config there (once, cached).
+    base_warn = {}
+    for cfgname, extra in MATRIX.items():
+        progress("base: build (%s)" % cfgname)
+        res, cached = build_state(base, base, cfgname, frag + extra, "base")
+        if not res["ok"]:
+            sys.exit("error: the base does not build in config %s:\n  %s" % (
+                cfgname, "\n  ".join(res["detail"])))
+        base_warn[cfgname] = set(res["warnings"])
+
+    # The sparse baseline: the base's security/ (where the series lives).
+    sec_files = sorted({f for f in gitout("ls-tree", "-r", "--name-only",
+                                             base["tree"], "security/").splitlines()
+                        if f.endswith(".c")})
+    progress("base: sparse baseline of security/")
+    sbase, _ = sparse_state(base, base, sec_files, frag)
+    sparse_known = {f: set(v) for f, v in sbase.get("files", {}).items()}
+
+    charged = set()
+    for st in states[1:]:
+        row = "%d %s" % (st["n"], st["name"])
+        rows.append(row)
+        prev = states[st["n"] - 1]
+        print("  -- patch %d/%d: %s" % (st["n"], len(names), st["subject"]), flush=True)
+        cell(row, "apply", True)
+        progress("checkpatch")
+        res, c = gate_checkpatch(st)
+        cell(row, "checkpatch", res["ok"], res["detail"], c)
+        progress("kernel-doc")
+        res, c = gate_kdoc(prev, st)
+        cell(row, "kernel-doc", res["ok"], res["detail"], c)
+        progress("build (main)")
+        res, c = build_state(base, st, "main", frag, "main")
+        if res["ok"]:
+            extra = set(res["warnings"]) - base_warn["main"]
+            new = sorted(extra - charged)
+            charged |= extra
+            cell(row, "build", not new, ["new: " + w for w in new[:10]], c)
+        else:
+            cell(row, "build", False, res["detail"], c)
+        files = changed_files(prev, st)
+        if res["ok"]:
+            progress("sparse")
+            sres, c = sparse_state(base, st, files, frag)
+            if sres["ok"]:
+                new = []
+                for f, ws in sorted(sres["files"].items()):
+                    known = sparse_known.get(f, set())
+                    new += [w for w in ws if w not in known]
+                    sparse_known[f] = set(ws)
+                detail = ["new: " + w for w in new[:10]]
+                if not sres["objs"]:
+                    detail = ["no built C file touched"]
+                cell(row, "sparse", not new, detail, c)
+            else:
+                cell(row, "sparse", False, sres["detail"], c)
+        else:
+            cell(row, "sparse", False, ["not run: the build failed"], False,
+                 status="-")
+    if bad:
+        row = "%d %s" % (len(states), bad)
+        rows.append(row)
+        cell(row, "apply", False, bad_err)
+        for n, name in enumerate(names[len(states):], len(states) + 1):
+            rows.append("%d %s" % (n, name))
+
+    # The tip: config matrix and documentation.
+    trow = "tip"
+    if len(states) > 1 and not bad:
+        rows.append(trow)
+        for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
+                               ("kunit-test=n", "kunit-test=n")):
+            progress("tip: build %s" % label)
+            res, c = build_state(base, tip, cfgname, frag + MATRIX[cfgname], label)
+            if res["ok"]:
+                new = sorted(set(res["warnings"]) - base_warn[cfgname])
+                cell(trow, label, not new, ["new: " + w for w in new[:10]], c)
+            else:
+                cell(trow, label, False, res["detail"], c)
+        # KUnit test on: the main config of the tip (already built above).
+        res, c = build_state(base, tip, "main", frag, "kunit-test=y")
+        kt = (res.get("config") or {}).get("CONFIG_SECURITY_YAMA_KUNIT_TEST")
+        if not res["ok"]:
+            cell(trow, "kunit-test=y", False, res["detail"], c)
+        elif kt == "y":
+            new = sorted(set(res["warnings"]) - base_warn["main"])
+            cell(trow, "kunit-test=y", not new, ["new: " + w for w in new[:10]], c)
+        else:
+            cell(trow, "kunit-test=y", True,
+                 ["CONFIG_SECURITY_YAMA_KUNIT_TEST not in the series (yet)"], c,
+                 status="-")
+        progress("tip: rst")
+        touched = changed_files(base, tip)
+        rsts = sorted({f for f in touched if f.endswith(".rst")} |
+                      ({"Documentation/admin-guide/LSM/Yama.rst"}))
+        res = rst_check(tip, rsts)
+        cell(trow, "rst", res["ok"], res["detail"])
+
+    # The table.
+    passed = sum(1 for r in cells.values() for c in r.values() if c["status"] == "pass")
+    failed = sum(1 for r in cells.values() for c in r.values() if c["status"] == "FAIL")
+    lines = []
+    width = max([len(r) for r in rows] + [10])
+    width = min(width, 60)
+
+    def table(gates, rws):
+        lines.append("%-*s  %s" % (width, "patch", "  ".join("%-12s" % g for g in gates)))
+        for r in rws:
+            lines.append("%-*s  %s" % (width, r[:width], "  ".join(
+                "%-12s" % cells.get(r, {}).get(g, {"status": "-"})["status"]
+                for g in gates)))
+
+    lines.append("Series gates: %s on base %s, tip %s" % (
+        SERIES_DIR, base["commit"][:12], tip["commit"][:12]))
+    table(PATCH_GATES, [r for r in rows if r != trow])
+    if trow in cells:
+        lines.append("")
+        table(TIP_GATES, [trow])
+    red = [(r, g, c) for r in rows for g, c in cells.get(r, {}).items()
+           if c["status"] == "FAIL"]
+    if red:
+        lines.append("")
+        lines.append("Red cells:")
+        for r, g, c in red:
+            lines.append("  %s / %s:" % (r, g))
+            lines += ["    " + d for d in (c["detail"] or ["(no detail)"])[:8]]
+    lines.append("")
+    lines.append("%d cells passed, %d failed" % (passed, failed))
+    text = "\n".join(lines) + "\n"
+    os.makedirs(os.path.dirname(OUTP), exist_ok=True)
+    with open(OUTP + ".txt", "w") as f:
+        f.write(text)
+    with open(OUTP + ".json", "w") as f:
+        json.dump({"series_dir": SERIES_DIR, "base": base["commit"],
+                   "tip": tip["commit"], "tip_tree": tip["tree"],
+                   "patches": names, "rows": rows, "patch_gates": PATCH_GATES,
+                   "tip_gates": TIP_GATES, "cells": cells, "passed": passed,
+                   "failed": failed, "elapsed": int(time.time() - T0),
+                   "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                  f, indent=1)
+    with open(OUTP + ".counts", "w") as f:
+        f.write("%d %d\n" % (passed, failed))
+    print(text, end="")
+    print("  results: %s.txt, %s.json" % (OUTP, OUTP), flush=True)
+    return 1 if failed or not names else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

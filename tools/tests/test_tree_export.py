@@ -1,0 +1,137 @@
+"""Tests of the workspace's tree and export stages.
+
+One fresh extraction of the base package (module fixture) serves all tests:
+the base commit id must equal the recorded one, make tree followed by make
+export must give back series/ byte for byte, and a patch that does not apply
+must be named with its file, leaving the tree at the last good patch.
+"""
+import os
+import shutil
+import subprocess
+import pathlib
+
+import pytest
+
+WS = pathlib.Path(__file__).resolve().parents[2]
+BASE = os.environ.get("BASE", "linux-source-6.1")
+
+
+def run(cmd, env_extra, check=True):
+    env = dict(os.environ, **env_extra)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{cmd} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def git(tree, *args):
+    return subprocess.run(["git", "-C", str(tree), *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """A fresh extraction of the base with series/ applied, in a temp dir."""
+    top = tmp_path_factory.mktemp("fresh")
+    env = {"BUILD": str(top), "TREE": str(top / "linux"),
+           "SERIES_DIR": str(WS / "series")}
+    proc = run([str(WS / "tools/tree")], env)
+    yield top, env, proc
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def recorded_base():
+    line = (WS / "tools/bases" / f"{BASE}.id").read_text().split()
+    return line[0], line[1]
+
+
+def test_base_id_is_the_recorded_one(fresh):
+    top, _env, proc = fresh
+    version, expected = recorded_base()
+    installed = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", BASE], capture_output=True,
+        text=True).stdout
+    if installed != version:
+        pytest.skip(f"{BASE} is {installed}, the recorded id is for {version}")
+    assert f"base commit: {expected}" in proc.stdout
+    assert git(top / "linux", "rev-parse", "base") == expected
+
+
+def test_base_commit_is_pristine(fresh):
+    top, _env, _proc = fresh
+    tree = top / "linux"
+    # The base commit holds every file of the tarball, .gitignore'd or not.
+    assert git(tree, "ls-tree", "base", "--name-only", "Makefile") == "Makefile"
+    assert git(tree, "log", "-1", "--format=%an|%cn|%ad", "--date=unix",
+               "base").endswith("|1277078400")
+
+
+def test_tree_then_export_changes_no_byte(fresh, tmp_path):
+    top, env, _proc = fresh
+    copy = tmp_path / "series"
+    shutil.copytree(WS / "series", copy)
+    run([str(WS / "tools/export")], dict(env, SERIES_DIR=str(copy)))
+    diff = subprocess.run(["diff", "-r", str(WS / "series"), str(copy)],
+                          capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stdout
+
+
+def write_patch(path, subject, body):
+    path.write_text(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        "From: Test <test@example.org>\n"
+        "Date: Mon, 1 Jan 2024 00:00:00 +0000\n"
+        f"Subject: [PATCH] {subject}\n\n{subject}.\n---\n{body}")
+
+
+GOOD = """diff --git a/yama-test-file b/yama-test-file
+new file mode 100644
+--- /dev/null
++++ b/yama-test-file
+@@ -0,0 +1 @@
++hello
+"""
+
+BAD = """diff --git a/security/yama/Makefile b/security/yama/Makefile
+--- a/security/yama/Makefile
++++ b/security/yama/Makefile
+@@ -1,3 +1,3 @@
+ # this context line is not in the file
+-obj-y := nothing.o
++obj-y := something.o
+ yama-y := yama_lsm.o
+"""
+
+
+def test_failing_patch_is_named_and_tree_kept(fresh, tmp_path):
+    top, env, _proc = fresh
+    series = tmp_path / "bad-series"
+    series.mkdir()
+    write_patch(series / "0001-good.patch", "add a file", GOOD)
+    write_patch(series / "0002-bad.patch", "change a missing line", BAD)
+    (series / "series").write_text("0001-good.patch\n0002-bad.patch\n")
+    proc = run([str(WS / "tools/tree")],
+               dict(env, SERIES_DIR=str(series), FORCE="1"), check=False)
+    assert proc.returncode != 0
+    assert "0002-bad.patch" in proc.stderr
+    assert "security/yama/Makefile" in proc.stderr
+    tree = top / "linux"
+    assert git(tree, "log", "-1", "--format=%s") == "add a file"
+    assert not (tree / ".git" / "rebase-apply").exists()
+    assert git(tree, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_unexported_commits_are_not_discarded(fresh, tmp_path):
+    top, env, _proc = fresh
+    tree = top / "linux"
+    run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    (tree / "yama-local").write_text("work in progress\n")
+    git(tree, "add", "-f", "yama-local")
+    git(tree, "-c", "user.name=T", "-c", "user.email=t@example.org",
+        "commit", "-qm", "local work")
+    head = git(tree, "rev-parse", "HEAD")
+    proc = run([str(WS / "tools/tree")], env, check=False)
+    assert proc.returncode != 0
+    assert "not exported" in proc.stderr
+    assert git(tree, "rev-parse", "HEAD") == head
