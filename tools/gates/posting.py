@@ -1,0 +1,605 @@
+#!/usr/bin/env python3
+"""The posting of the series with b4 0.12, and its proof. Called by
+tools/posting (banner and verdict there).
+
+  posting.py            build $OUT/posting/vN/ (*.eml + thread.mbox), verify
+  posting.py --verify   only the proof, on the last $OUT/posting/vN/
+  posting.py --record   store $OUT/posting/vN/thread.mbox as the posted
+                        revision (cover-letter/posted/vN.mbox); next is vN+1
+
+Nothing is ever sent: the b4 tree's sendemail.smtpserver is a local script
+(tools/gates/local-sendmail) that only appends to an mbox under build/, and
+`b4 send -o DIR` does not even call it.
+
+Environment: WS, BUILD, OUT, TREE, RESULTS, SENDER_NAME, SENDER_EMAIL
+(from lib.sh); SERIES_DIR (default $WS/series); B4_CONFIG (default
+$WS/.b4-config); COVER_DIR (default $WS/cover-letter); POSTING_OUT (default
+$OUT/posting); POSTING_WORK (default $BUILD/posting).
+"""
+
+import email
+import email.policy
+import email.utils
+import json
+import mailbox
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+WS = os.environ["WS"]
+BUILD = os.environ.get("BUILD", os.path.join(WS, "build"))
+OUT = os.environ.get("OUT", os.path.join(WS, "out"))
+TREE = os.environ.get("TREE", os.path.join(BUILD, "linux"))
+RESULTS = os.environ.get("RESULTS", os.path.join(BUILD, "results"))
+SERIES_DIR = os.path.abspath(os.environ.get("SERIES_DIR") or os.path.join(WS, "series"))
+B4_CONFIG = os.environ.get("B4_CONFIG") or os.path.join(WS, ".b4-config")
+COVER_DIR = os.environ.get("COVER_DIR") or os.path.join(WS, "cover-letter")
+POST_OUT = os.environ.get("POSTING_OUT") or os.path.join(OUT, "posting")
+WORK = os.environ.get("POSTING_WORK") or os.path.join(BUILD, "posting")
+PTREE = os.path.join(WORK, "linux")
+VERIFY_TREE = os.path.join(WORK, "verify")
+SENDER_NAME = os.environ.get("SENDER_NAME", "Yama Developers")
+SENDER_EMAIL = os.environ.get("SENDER_EMAIL", "yama-dev@example.org")
+HERE = os.path.dirname(os.path.abspath(__file__))
+BRANCH = "b4/yama-lsm"
+MAGIC = "--- b4-submit-tracking ---"
+TESTING_MARK = "@@TESTING@@"
+CHANGES_MARK = "@@CHANGES@@"
+B4 = os.environ.get("B4", "b4")
+T0 = time.time()
+
+
+class Fail(Exception):
+    pass
+
+
+def progress(msg):
+    print("  [%3ds] %s" % (time.time() - T0, msg), flush=True)
+
+
+def run(cmd, cwd=None, env=None, inp=None, check=True, what=None):
+    return run_rc(cmd, cwd, env, inp, check, what)[1]
+
+
+def run_rc(cmd, cwd=None, env=None, inp=None, check=True, what=None):
+    e = dict(os.environ)
+    e["LC_ALL"] = "C.UTF-8"
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, cwd=cwd, env=e, input=inp, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True,
+                       errors="replace")
+    if check and p.returncode:
+        raise Fail("%s failed (exit %d):\n%s" % (what or " ".join(cmd), p.returncode,
+                                                 indent(p.stdout.strip()[-3000:])))
+    return p.returncode, p.stdout
+
+
+def indent(text, pre="    | "):
+    return "\n".join(pre + l for l in text.splitlines())
+
+
+def pgit(*args, **kw):
+    return run(["git", "-C", PTREE] + list(args), **kw)
+
+
+def series_list():
+    path = os.path.join(SERIES_DIR, "series")
+    if not os.path.exists(path):
+        raise Fail("no %s: nothing to post" % path)
+    names = [l.strip() for l in open(path) if l.strip() and not l.startswith("#")]
+    if not names:
+        raise Fail("series/series lists no patch: nothing to post")
+    return names
+
+
+# ------------------------------------------------------------- revisions
+def posted_revisions():
+    d = os.path.join(COVER_DIR, "posted")
+    revs = []
+    if os.path.isdir(d):
+        for fn in os.listdir(d):
+            m = re.match(r"^v(\d+)\.mbox$", fn)
+            if m:
+                revs.append(int(m.group(1)))
+    return sorted(revs)
+
+
+def current_revision():
+    revs = posted_revisions()
+    return (revs[-1] + 1) if revs else 1
+
+
+def cover_msgid(mbox_path):
+    for msg in mailbox.mbox(mbox_path):
+        subj = " ".join(str(msg.get("Subject", "")).split())
+        if re.search(r"\[PATCH[^\]]* 0+/\d+\]", subj):
+            return msg.get("Message-ID", "").strip().strip("<>")
+    raise Fail("%s has no cover letter (0/N)" % mbox_path)
+
+
+# ------------------------------------------------------------- the cover
+def summarize_verdict(name):
+    path = os.path.join(RESULTS, name + ".verdict")
+    if not os.path.exists(path):
+        return None
+    f = open(path).read().split("\t")
+    if len(f) < 4:
+        return None
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(path)))
+    return {"verdict": f[1], "passed": f[2], "failed": f[3], "when": when}
+
+
+def load_json(name):
+    path = os.path.join(RESULTS, name)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def count_statuses(node, acc):
+    """Count test case statuses in a KUnit-style JSON tree (kunit.py --json)."""
+    if isinstance(node, dict):
+        st = node.get("status")
+        if isinstance(st, str) and "name" in node and not node.get("test_cases") \
+                and not node.get("sub_groups"):
+            acc[st.upper()] = acc.get(st.upper(), 0) + 1
+        for v in node.values():
+            if isinstance(v, (dict, list)):
+                count_statuses(v, acc)
+    elif isinstance(node, list):
+        for v in node:
+            count_statuses(v, acc)
+    return acc
+
+
+def counts_line(d):
+    """passed/failed/skipped from a dict that has such keys, else None."""
+    if not isinstance(d, dict):
+        return None
+    keys = {k.lower(): v for k, v in d.items() if isinstance(v, int)}
+    got = [(k, keys[k]) for k in ("passed", "failed", "skipped", "total") if k in keys]
+    if not got:
+        return None
+    return ", ".join("%d %s" % (v, k) for k, v in got)
+
+
+def testing_section(tip_tree):
+    out = ["Testing (generated by the workspace from its last `make check`):", ""]
+    # Gates
+    sc = load_json("series-check.json")
+    if sc:
+        stale = "" if sc.get("tip_tree") == tip_tree else \
+            " (NOTE: for an earlier state of the series)"
+        out.append("- Series gates%s: %s cells passed, %s failed over %d patches:" % (
+            stale, sc.get("passed"), sc.get("failed"), len(sc.get("patches", []))))
+        out.append("  each patch on its own: checkpatch.pl --strict --codespell,")
+        out.append("  an x86_64 W=1 build with no new warning, sparse (C=2) on the")
+        out.append("  files it touches, kernel-doc; the tip also built with")
+        out.append("  SECURITY_YAMA=n, SYSCTL=n and the KUnit test off/on, and its")
+        out.append("  rst parsed with docutils.")
+    else:
+        out.append("- Series gates (checkpatch, W=1/sparse builds): not run in this workspace.")
+    # KUnit
+    kv = summarize_verdict("kunit")
+    kj = load_json("kunit.json")
+    if kj is not None or kv:
+        detail = counts_line(kj) if kj is not None else None
+        if not detail and kj is not None:
+            acc = count_statuses(kj, {})
+            if acc:
+                detail = ", ".join("%d %s" % (v, k.lower()) for k, v in sorted(acc.items()))
+        if not detail and kv:
+            detail = "%s passed, %s failed" % (kv["passed"], kv["failed"])
+        out.append("- KUnit (kunit.py, x86_64 under QEMU): %s%s." % (
+            detail or "results present but unreadable",
+            (", verdict %s" % kv["verdict"]) if kv else ""))
+    else:
+        out.append("- KUnit: not run in this workspace.")
+    # kselftests
+    sv = summarize_verdict("selftests")
+    sj = load_json("selftests.json")
+    if sj is not None or sv:
+        lines = []
+        scen = None
+        if isinstance(sj, dict):
+            scen = sj.get("scenarios", None)
+            if scen is None and all(isinstance(v, dict) for v in sj.values()):
+                scen = sj
+        if isinstance(scen, dict):
+            for name, v in sorted(scen.items()):
+                c = counts_line(v)
+                if c:
+                    lines.append("  - %s: %s" % (name, c))
+        elif isinstance(scen, list):
+            for v in scen:
+                if isinstance(v, dict):
+                    c = counts_line(v)
+                    if c:
+                        lines.append("  - %s: %s" % (v.get("name", "?"), c))
+        total = counts_line(sj) if isinstance(sj, dict) else None
+        if not total and sv:
+            total = "%s passed, %s failed" % (sv["passed"], sv["failed"])
+        out.append("- kselftests (tools/testing/selftests/yama, QEMU boots): %s%s" % (
+            total or "per boot scenario", ":" if lines else "."))
+        out += lines
+    else:
+        out.append("- kselftests: not run in this workspace.")
+    return "\n".join(out)
+
+
+def changes_section(rev):
+    """Changes in vN ... v2, newest first, each with the link to the
+    revision before it (from cover-letter/posted/)."""
+    parts = []
+    for r in range(rev, 1, -1):
+        path = os.path.join(COVER_DIR, "changes", "v%d.txt" % r)
+        if os.path.exists(path):
+            body = open(path).read().strip()
+        else:
+            body = "- EDITME: describe what changed since v%d (%s missing)." % (
+                r - 1, os.path.relpath(path, WS))
+        prev = os.path.join(COVER_DIR, "posted", "v%d.mbox" % (r - 1))
+        link = ""
+        if os.path.exists(prev):
+            link = "\n- Link to v%d: https://lore.kernel.org/r/%s" % (r - 1, cover_msgid(prev))
+        parts.append("Changes in v%d:\n%s%s" % (r, body, link))
+    return "\n\n".join(parts)
+
+
+def compose_cover(rev, tip_tree):
+    path = os.path.join(COVER_DIR, "cover.txt")
+    if not os.path.exists(path):
+        raise Fail("no cover letter: %s" % path)
+    text = open(path).read()
+    text = "\n".join(l for l in text.splitlines() if not l.startswith("#")) + "\n"
+    subject = text.splitlines()[0].strip() if text.strip() else ""
+    if not subject.startswith("security: Yama LSM"):
+        raise Fail("cover subject must start with 'security: Yama LSM' (got %r)" % subject)
+    if TESTING_MARK not in text:
+        raise Fail("cover-letter/cover.txt has no %s placeholder" % TESTING_MARK)
+    text = text.replace(TESTING_MARK, testing_section(tip_tree))
+    ch = changes_section(rev)
+    if CHANGES_MARK in text:
+        text = text.replace(CHANGES_MARK, ch)
+    elif ch:
+        text = text.rstrip() + "\n\n" + ch + "\n"
+    text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+    if "EDITME" in text:
+        line = [l for l in text.splitlines() if "EDITME" in l][0]
+        raise Fail("the cover letter still has b4's EDITME placeholder: %s" % line.strip())
+    return text
+
+
+# ------------------------------------------------------------- the b4 tree
+def change_id():
+    path = os.path.join(COVER_DIR, "change-id")
+    if os.path.exists(path):
+        return open(path).read().strip()
+    raise Fail("no %s (b4's change-id of the series)" % path)
+
+
+def prepare_tree(names, rev, cover_text):
+    env_id = {"GIT_AUTHOR_NAME": SENDER_NAME, "GIT_AUTHOR_EMAIL": SENDER_EMAIL,
+              "GIT_COMMITTER_NAME": SENDER_NAME, "GIT_COMMITTER_EMAIL": SENDER_EMAIL}
+    base = run(["git", "-C", TREE, "rev-parse", "--verify", "-q",
+                "refs/tags/base^{commit}"], check=False).strip()
+    if not base:
+        raise Fail("%s has no tag 'base'; run make tree" % TREE)
+    if not os.path.isdir(os.path.join(PTREE, ".git")):
+        progress("cloning %s -> %s (shared objects, one checkout)" % (TREE, PTREE))
+        os.makedirs(WORK, exist_ok=True)
+        run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+    if run(["git", "-C", PTREE, "cat-file", "-e", base + "^{commit}"], check=False):
+        pgit("fetch", "-q", TREE, "refs/tags/base:refs/tags/base")
+    cfg = [("user.name", SENDER_NAME), ("user.email", SENDER_EMAIL),
+           ("sendemail.smtpserver", os.path.join(HERE, "local-sendmail")),
+           ("b4.prep-cover-strategy", "commit"), ("gc.auto", "0"),
+           ("core.editor", os.path.join(HERE, "cover-editor"))]
+    for k, v in cfg:
+        pgit("config", k, v)
+    pgit("config", "--unset-all", "sendemail.from", check=False)
+    pgit("am", "--abort", check=False)
+    progress("b4 prep branch %s from base %s" % (BRANCH, base[:12]))
+    pgit("checkout", "-q", "-f", "-B", BRANCH, base)
+    pgit("config", "branch.%s.b4-prep-cover-strategy" % BRANCH, "commit")
+    # The b4 tree reads .b4-config from its top.
+    if not os.path.exists(B4_CONFIG):
+        raise Fail("no %s" % B4_CONFIG)
+    shutil.copyfile(B4_CONFIG, os.path.join(PTREE, ".b4-config"))
+    # The cover commit, as `b4 prep -n` makes it, but with the series' own
+    # change-id and revision; its text is then put in with b4 --edit-cover.
+    tracking = {"series": {"revision": rev, "change-id": change_id(),
+                           "base-branch": None, "prefixes": []}}
+    placeholder = ("EDITME: cover title\n\nEDITME: replaced by tools/posting\n\n"
+                   "%s\n# This section is used internally by b4 prep for tracking "
+                   "purposes.\n%s\n" % (MAGIC, json.dumps(tracking, indent=2)))
+    pgit("commit", "-q", "--allow-empty", "--no-verify", "-F", "-",
+         inp=placeholder, env=env_id)
+    # The series, applied as a maintainer would (Signed-off-by of the sender
+    # added when the sender is not the author).
+    for n, name in enumerate(names, 1):
+        path = os.path.join(SERIES_DIR, name)
+        if not os.path.exists(path):
+            raise Fail("series/series names %s, which does not exist" % name)
+        rc, out = run_rc(["git", "-C", PTREE, "am", "-q", "-s",
+                          "--committer-date-is-author-date", path], env=env_id, check=False)
+        if rc:
+            pgit("am", "--abort", check=False)
+            raise Fail("patch %d %s does not apply on base + the patches before it:\n%s" % (
+                n, name, indent(out.strip())))
+    tip = pgit("rev-parse", "HEAD").strip()
+    # The cover text, non-interactively: b4 runs core.editor (cover-editor),
+    # which copies COVER_TEXT_FILE over the file b4 gives it.
+    cover_file = os.path.join(WORK, "cover.txt")
+    with open(cover_file, "w") as f:
+        f.write(cover_text)
+    b4env = {"COVER_TEXT_FILE": cover_file, "EDITOR": os.path.join(HERE, "cover-editor")}
+    out = run([B4, "--offline-mode", "--no-stdin", "prep", "--edit-cover"], cwd=PTREE,
+              env=b4env, what="b4 prep --edit-cover")
+    progress("b4 prep --edit-cover: %s" % out.strip().splitlines()[-1] if out.strip() else "")
+    if os.environ.get("POSTING_NO_AUTO_CC") != "1":
+        out = run([B4, "--offline-mode", "--no-stdin", "prep", "--auto-to-cc"], cwd=PTREE,
+                  what="b4 prep --auto-to-cc")
+        progress("b4 prep --auto-to-cc: To/Cc from scripts/get_maintainer.pl")
+    return base, pgit("rev-parse", "HEAD^{tree}").strip()
+
+
+def write_posting(rev, outdir):
+    if os.path.isdir(outdir):
+        shutil.rmtree(outdir)
+    os.makedirs(outdir)
+    out = run([B4, "--offline-mode", "--no-stdin", "send", "--no-sign", "-o", outdir],
+              cwd=PTREE, what="b4 send -o")
+    emls = sorted(f for f in os.listdir(outdir) if f.endswith(".eml"))
+    if not emls:
+        raise Fail("b4 send -o wrote no message:\n" + indent(out))
+    # One mbox of the thread, cover first ("From " separators added).
+    with open(os.path.join(outdir, "thread.mbox"), "wb") as mb:
+        for fn in emls:
+            data = open(os.path.join(outdir, fn), "rb").read()
+            mb.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
+            for line in data.splitlines(keepends=True):
+                if re.match(rb"^>*From ", line):
+                    line = b">" + line
+                mb.write(line)
+            if not data.endswith(b"\n"):
+                mb.write(b"\n")
+            mb.write(b"\n")
+    return emls
+
+
+# ------------------------------------------------------------- the proof
+def parse_subject(s):
+    s = " ".join(str(s).split())
+    m = re.match(r"^\[PATCH(?: [^\]]*?)? (\d+)/(\d+)\] (.*)$", s)
+    return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
+
+
+def verify(outdir, expect_tree=None, expect_n=None, base=None):
+    """The proof; returns a list of problems (empty when all good)."""
+    problems = []
+    mbox_path = os.path.join(outdir, "thread.mbox")
+    if not os.path.exists(mbox_path):
+        return ["%s missing; run make posting" % mbox_path]
+    msgs = list(mailbox.mbox(mbox_path))
+    info = []
+    for i, m in enumerate(msgs):
+        subj = m.get("Subject", "")
+        p = parse_subject(subj)
+        where = "message %d (%s)" % (i, " ".join(str(subj).split())[:60])
+        for h in ("From", "To", "Subject", "Message-ID"):
+            if not str(m.get(h, "")).strip():
+                problems.append("%s: no %s header" % (where, h))
+        if not p:
+            problems.append("%s: subject is not [PATCH ... n/M]" % where)
+            continue
+        info.append((p, m))
+    if problems:
+        return problems
+    total = {p[1] for p, m in info}
+    if len(total) != 1:
+        return ["the messages disagree on M in n/M: %s" % sorted(total)]
+    M = total.pop()
+    if expect_n is not None and M != expect_n:
+        problems.append("the posting has %d patches, the series %d" % (M, expect_n))
+    nums = [p[0] for p, m in info]
+    if nums != list(range(0, M + 1)):
+        problems.append("messages are numbered %s, expected 0..%d in order" % (nums, M))
+    cover = [m for p, m in info if p[0] == 0]
+    if not cover:
+        return problems + ["no cover letter 0/%d" % M]
+    cover = cover[0]
+    cid = cover["Message-ID"].strip()
+    csubj = parse_subject(cover["Subject"])[2]
+    if not csubj.startswith("security: Yama LSM"):
+        problems.append("cover subject %r does not start with 'security: Yama LSM'" % csubj)
+    cbody = cover.get_payload(decode=True).decode("utf-8", "replace")
+    if "EDITME" in cbody or "EDITME" in csubj:
+        problems.append("the cover letter still contains EDITME")
+    if "linux-security-module@vger.kernel.org" not in str(cover.get("To", "")) + \
+            str(cover.get("Cc", "")):
+        problems.append("the cover is not addressed to linux-security-module@vger.kernel.org")
+    for p, m in info:
+        if p[0] == 0:
+            continue
+        irt = str(m.get("In-Reply-To", "")).strip()
+        refs = str(m.get("References", "")).split()
+        if irt != cid or cid not in refs:
+            problems.append("patch %d/%d does not thread under the cover %s "
+                            "(In-Reply-To %s)" % (p[0], M, cid, irt or "none"))
+    # git am onto a fresh copy of the base: the tip's tree, exactly.
+    if base is None:
+        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
+    if not os.path.isdir(os.path.join(VERIFY_TREE, ".git")) and \
+            not os.path.isfile(os.path.join(VERIFY_TREE, ".git")):
+        progress("creating the verify worktree %s (one checkout of the base)" % VERIFY_TREE)
+        os.makedirs(WORK, exist_ok=True)
+        if not os.path.isdir(os.path.join(PTREE, ".git")):
+            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+        run(["git", "-C", PTREE, "worktree", "prune"])
+        run(["git", "-C", PTREE, "worktree", "add", "-q", "--detach", VERIFY_TREE, base])
+    vgit = ["git", "-C", VERIFY_TREE]
+    run(vgit + ["am", "--abort"], check=False)
+    run(vgit + ["checkout", "-q", "-f", "--detach", base])
+    env = {"GIT_COMMITTER_NAME": "verify", "GIT_COMMITTER_EMAIL": "verify@localhost",
+           "GIT_AUTHOR_NAME": "verify", "GIT_AUTHOR_EMAIL": "verify@localhost"}
+    # git am takes the patches of the thread (the cover 0/M carries none).
+    am_input = os.path.join(WORK, "am-input.mbox")
+    if os.path.exists(am_input):
+        os.unlink(am_input)
+    run([sys.executable, os.path.join(HERE, "mbox-patches"), mbox_path, am_input])
+    rc, out = run_rc(vgit + ["am", "-q", am_input], env=env, check=False)
+    info_tree = None
+    if rc:
+        run(vgit + ["am", "--abort"], check=False)
+        problems.append("git am of thread.mbox onto the base fails:\n" + indent(out.strip()))
+    else:
+        got = run(vgit + ["rev-parse", "HEAD^{tree}"]).strip()
+        napplied = int(run(vgit + ["rev-list", "--count", base + "..HEAD"]).strip())
+        if napplied != M:
+            problems.append("git am applied %d commits, expected %d" % (napplied, M))
+        if expect_tree and got != expect_tree:
+            problems.append("git am of thread.mbox gives tree %s, the series tip has %s" % (
+                got, expect_tree))
+        info_tree = got
+    # b4 am, offline, from the mbox.
+    with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+        out = run([B4, "--offline-mode", "--no-stdin", "am", "-m", mbox_path, "-o", tmp],
+                  cwd=tmp, check=False)
+        mbx = [f for f in os.listdir(tmp) if f.endswith(".mbx")]
+        if not mbx:
+            problems.append("b4 am -m thread.mbox made no .mbx:\n" + indent(out.strip()))
+        else:
+            n = sum(1 for _ in mailbox.mbox(os.path.join(tmp, mbx[0])))
+            if n != M:
+                problems.append("b4 am -m gave %d patches, expected %d" % (n, M))
+            if "WARNING" in out and "missing" in out.lower():
+                problems.append("b4 am reports missing patches:\n" + indent(out.strip()))
+    if not problems:
+        print("  proof: %d messages (cover + %d patches), all with From/To/Subject/"
+              "Message-ID, threaded under %s" % (M + 1, M, cid))
+        print("  proof: git am onto base %s -> tree %s%s" % (
+            base[:12], info_tree, " = series tip" if expect_tree else ""))
+        print("  proof: b4 --offline-mode am -m thread.mbox: %d patches" % M)
+    return problems
+
+
+def series_tree(base, names):
+    """The tree of base + series/ (no checkout: a private index)."""
+    idx = tempfile.mktemp(dir=WORK, prefix="index.")
+    env = {"GIT_INDEX_FILE": idx}
+    try:
+        run(["git", "-C", PTREE, "read-tree", base], env=env)
+        for name in names:
+            rc, out = run_rc(["git", "-C", PTREE, "apply", "--cached",
+                              os.path.join(SERIES_DIR, name)], env=env, check=False)
+            if rc:
+                raise Fail("%s does not apply:\n%s" % (name, indent(out)))
+        return run(["git", "-C", PTREE, "write-tree"], env=env).strip()
+    finally:
+        if os.path.exists(idx):
+            os.unlink(idx)
+
+
+# ------------------------------------------------------------- main
+def send_command(rev, outdir):
+    return ("git send-email --confirm=always %s/*.eml\n"
+            "    (To/Cc are in each message; or, from the b4 prep branch %s:\n"
+            "     cd %s && git config --unset sendemail.smtpserver && b4 send)"
+            % (outdir, BRANCH, PTREE))
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "post"
+    rev = current_revision()
+    outdir = os.path.join(POST_OUT, "v%d" % rev)
+    os.makedirs(WORK, exist_ok=True)
+    if mode == "--verify":
+        names = series_list()
+        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
+        if not os.path.isdir(os.path.join(PTREE, ".git")):
+            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+        tree = series_tree(base, names)
+        problems = verify(outdir, tree, len(names), base)
+    elif mode == "--record":
+        if not os.path.exists(os.path.join(outdir, "thread.mbox")):
+            raise Fail("no %s/thread.mbox: run make posting first" % outdir)
+        names = series_list()
+        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
+        tree = series_tree(base, names)
+        problems = verify(outdir, tree, len(names), base)
+        if problems:
+            raise Fail("the posting does not verify; not recording it:\n" + "\n".join(problems))
+        d = os.path.join(COVER_DIR, "posted")
+        os.makedirs(d, exist_ok=True)
+        dst = os.path.join(d, "v%d.mbox" % rev)
+        shutil.copyfile(os.path.join(outdir, "thread.mbox"), dst)
+        with open(os.path.join(d, "v%d.tree" % rev), "w") as f:
+            f.write(tree + "\n")
+        ch = os.path.join(COVER_DIR, "changes", "v%d.txt" % (rev + 1))
+        made = []
+        if not os.path.exists(ch):
+            os.makedirs(os.path.dirname(ch), exist_ok=True)
+            with open(ch, "w") as f:
+                f.write("- No change since v%d yet.\n" % rev)
+            made.append(ch)
+        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree"] + made]
+        print("  recorded v%d as posted (cover Message-ID <%s>); the next posting is v%d" % (
+            rev, cover_msgid(dst), rev + 1))
+        print("  commit it:  git add %s && git commit -m 'cover-letter: record v%d as posted'"
+              % (" ".join(rel), rev))
+        return 0
+    else:
+        names = series_list()
+        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
+        # "No change since vN yet" must not go out with a changed series.
+        prev_tree = os.path.join(COVER_DIR, "posted", "v%d.tree" % (rev - 1))
+        ch = os.path.join(COVER_DIR, "changes", "v%d.txt" % rev)
+        os.makedirs(WORK, exist_ok=True)
+        if not os.path.isdir(os.path.join(PTREE, ".git")):
+            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+        tree = series_tree(base, names)
+        if rev > 1 and os.path.exists(prev_tree) and os.path.exists(ch) and \
+                open(ch).read().startswith("- No change since") and \
+                open(prev_tree).read().strip() != tree:
+            raise Fail("the series changed since v%d but %s still says there is no change: "
+                       "describe the changes (see make range-diff)" % (rev - 1,
+                                                                       os.path.relpath(ch, WS)))
+        progress("revision v%d, %d patches from %s" % (rev, len(names), SERIES_DIR))
+        cover = compose_cover(rev, tree)
+        base, ptree = prepare_tree(names, rev, cover)
+        if ptree != tree:
+            raise Fail("the b4 branch's tree %s differs from base + series/ %s" % (ptree, tree))
+        progress("b4 send -o %s" % outdir)
+        emls = write_posting(rev, outdir)
+        progress("wrote %d messages and thread.mbox" % len(emls))
+        problems = verify(outdir, tree, len(names), base)
+        tip = run(["git", "-C", TREE, "rev-parse", "-q", "--verify", "refs/heads/yama^{tree}"],
+                  check=False).strip()
+        if tip and tip != tree:
+            print("  note: build/linux branch yama (tree %s) differs from series/; the posting "
+                  "is series/ (run make export?)" % tip[:12])
+    if problems:
+        print("error: the posting %s fails its proof:" % outdir, file=sys.stderr)
+        for p in problems:
+            print("  - " + p, file=sys.stderr)
+        return 1
+    if mode == "post":
+        print("  posting: %s/ (%d .eml + thread.mbox), revision v%d" % (outdir, len(emls), rev))
+        print("  to send it (nothing was sent):\n    " + send_command(rev, outdir))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Fail as e:
+        print("error: posting: %s" % e, file=sys.stderr)
+        sys.exit(1)
