@@ -1,0 +1,88 @@
+"""Tests of tools/series-check (tools/gates/series_check.py).
+
+The fast tests need nothing. The gate tests build kernels (a minute or two
+each with a warm ccache) and run only with RUN_GATE_TESTS=1:
+    RUN_GATE_TESTS=1 python3 -m pytest -q tools/tests/test_series_check.py
+They feed scratch series (tools/gates/make-scratch-series) through
+SERIES_DIR and check that the right cell turns red.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+os.environ.setdefault("WS", WS)
+sys.path.insert(0, os.path.join(WS, "tools", "gates"))
+import series_check as sc  # noqa: E402
+
+SLOW = pytest.mark.skipif(os.environ.get("RUN_GATE_TESTS") != "1",
+                          reason="builds kernels; set RUN_GATE_TESTS=1")
+
+
+def test_norm_drops_paths_and_line_numbers():
+    a = sc.norm(sc.SRC + "/security/yama/yama_lsm.c:120:5: warning: unused variable 'x' [-Wunused-variable]")
+    b = sc.norm("security/yama/yama_lsm.c:133:9: warning: unused variable 'x' [-Wunused-variable]")
+    assert a == b == "security/yama/yama_lsm.c: warning: unused variable 'x' [-Wunused-variable]"
+
+
+def test_diag_lines_picks_diagnostics_only():
+    text = "  CC      a.o\na.c:1:2: warning: w [-Wx]\n  int x;\n      ^\nb.o: warning: objtool: f\n" \
+           "make[2]: *** [x] Error 1\nld: error: undefined\n"
+    assert sc.diag_lines(text) == ["a.c:1:2: warning: w [-Wx]", "b.o: warning: objtool: f",
+                                   "ld: error: undefined"]
+
+
+def test_kernel_doc_lines_are_recognised():
+    assert sc.KDOC_LINE.match("security/yama/x.c:12: warning: Function parameter or member")
+    assert not sc.KDOC_LINE.match("security/yama/x.c:12:3: warning: unused")
+
+
+def test_config_value():
+    cfg = "CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=3\n"
+    assert sc.config_value(cfg, "CONFIG_A") == "y"
+    assert sc.config_value(cfg, "CONFIG_B") is None
+    assert sc.config_value(cfg, "CONFIG_C") == "3"
+
+
+def scratch(variant, tmp_path):
+    out = tmp_path / variant
+    subprocess.run([os.path.join(WS, "tools/gates/make-scratch-series"), str(out), variant],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def run_gates(series_dir, tmp_path):
+    prefix = str(tmp_path / ("result-" + os.path.basename(series_dir)))
+    env = dict(os.environ, SERIES_DIR=str(series_dir), SERIES_CHECK_OUT=prefix)
+    p = subprocess.run([os.path.join(WS, "tools/series-check")], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    with open(prefix + ".json") as f:
+        res = json.load(f)
+    red = {(r.split()[0], g) for r, gates in res["cells"].items()
+           for g, c in gates.items() if c["status"] == "FAIL"}
+    return p.returncode, red, p.stdout
+
+
+@SLOW
+def test_good_scratch_series_is_green(tmp_path):
+    rc, red, out = run_gates(scratch("good", tmp_path), tmp_path)
+    assert rc == 0 and not red, out
+
+
+@SLOW
+@pytest.mark.parametrize("variant,cell", [
+    ("style", ("1", "checkpatch")),     # if( -> checkpatch ERROR/CHECK
+    ("w1", ("1", "build")),             # unused static const: W=1 only
+    ("kdoc", ("1", "kernel-doc")),      # a parameter without description
+    ("reorder", ("1", "build")),        # 2/2 first: scope.h does not exist yet
+])
+def test_injected_fault_turns_the_right_cell_red(variant, cell, tmp_path):
+    rc, red, out = run_gates(scratch(variant, tmp_path), tmp_path)
+    assert rc != 0, out
+    assert cell in red, out
+    # the patch that carries no fault stays green in its gate
+    assert ("2", cell[1]) not in red or variant == "w1", out
