@@ -18,6 +18,7 @@ Environment: SERIES_DIR (default $WS/series), GATES_DIR, SERIES_CHECK_OUT
 when SERIES_DIR is overridden), JOBS (make -j, default 2).
 """
 
+import collections
 import fcntl
 import hashlib
 import json
@@ -37,6 +38,15 @@ SERIES_DIR = os.path.abspath(os.environ.get("SERIES_DIR") or DEFAULT_SERIES)
 G = os.path.abspath(os.environ.get("GATES_DIR") or os.path.join(BUILD, "gates"))
 SRC = os.path.join(G, "src")
 ODIR = os.path.join(G, "o-main")
+# Build directories: one per config whose switch rebuilds most of the
+# kernel (SYSCTL=n touches almost every object through sysctl.h), so warm
+# runs never flip a build directory back and forth between them.
+ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl")}
+
+
+def use_odir(cfgname):
+    global ODIR
+    ODIR = ODIRS.get(cfgname, os.path.join(G, "o-main"))
 JOBS = os.environ.get("JOBS", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 CCWRAP = os.path.join(HERE, "cc-wrap")
@@ -119,8 +129,10 @@ def file_sha(path):
         return sha(f.read())
 
 
-# Everything that changes how a gate judges: these scripts, sparse, gcc.
-TOOLS = sha(file_sha(__file__), file_sha(CCWRAP),
+# Everything that changes what a gate records: GATES_VERSION (bump it when
+# a change of this script changes the cached results), cc-wrap, sparse, gcc.
+GATES_VERSION = "1"
+TOOLS = sha(GATES_VERSION, file_sha(CCWRAP),
             run(["gcc", "--version"])[1], run(["sparse", "--version"])[1])
 
 
@@ -156,8 +168,9 @@ def norm(line):
     """A warning line without paths of the build and without line numbers,
     so the same warning matches across patches that move code."""
     line = ANSI.sub("", line).strip()
-    for p in (SRC + "/", ODIR + "/", "../src/"):
+    for p in (SRC + "/", "../src/"):
         line = line.replace(p, "")
+    line = re.sub(re.escape(G) + r"/o-[^/ ]+/", "", line)
     line = LINENO.sub(r"\1:", line)
     return re.sub(r"\s+", " ", line)
 
@@ -344,13 +357,15 @@ def make(args, log=None):
     return rc, out
 
 
-def base_config(base, cfgname, frag):
-    """allnoconfig of the base with the fragment: the symbols the series
-    adds are unknown there, so olddefconfig later gives them their
-    defaults instead of allnoconfig's n."""
+def base_config(base, frag):
+    """allnoconfig of the base with the main fragment: the symbols the
+    series adds are unknown there, so olddefconfig later gives them their
+    defaults instead of allnoconfig's n. Made once (kept in cfg/), in a
+    directory of its own (o-config, Kconfig only), with the base checked
+    out; call it before any state is checked out for a build."""
     d = os.path.join(G, "cfg")
     os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "%s-%s.config" % (cfgname, sha(base["tree"], frag)[:12]))
+    path = os.path.join(d, "main-%s.config" % sha(base["tree"], frag)[:12])
     if os.path.exists(path):
         with open(path) as f:
             return f.read()
@@ -358,13 +373,14 @@ def base_config(base, cfgname, frag):
     fpath = path + ".fragment"
     with open(fpath, "w") as f:
         f.write(frag)
-    progress("allnoconfig (%s) at the base" % cfgname)
-    os.makedirs(ODIR, exist_ok=True)
-    rc, out = run(["make", "-C", SRC, "O=" + ODIR, "CC=" + CC,
+    progress("allnoconfig at the base")
+    odir = os.path.join(G, "o-config")
+    os.makedirs(odir, exist_ok=True)
+    rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC,
                    "KCONFIG_ALLCONFIG=" + fpath, "allnoconfig"])
     if rc:
         sys.exit("error: allnoconfig failed:\n" + out[-2000:])
-    with open(os.path.join(ODIR, ".config")) as f:
+    with open(os.path.join(odir, ".config")) as f:
         text = f.read()
     with open(path, "w") as f:
         f.write(text)
@@ -379,7 +395,8 @@ def configure(base, cfgname, frag):
     the main config's allnoconfig at the base plus its fragment, through
     olddefconfig: a matrix config differs from the main one only where its
     fragment says, and symbols the series adds get their defaults."""
-    text = base_config(base, "main", MAIN_FRAG[0]) + "\n" + frag
+    text = base_config(base, MAIN_FRAG[0]) + "\n" + frag
+    os.makedirs(ODIR, exist_ok=True)
     cfg = os.path.join(ODIR, ".config")
     with open(cfg, "w") as f:
         f.write(text)
@@ -435,6 +452,7 @@ def build_state(base, state, cfgname, frag, label):
     res = CACHE.get(key)
     if res:
         return res, True
+    use_odir(cfgname)
     checkout(state)
     config, out = configure(base, cfgname, frag)
     if config is None:
@@ -459,7 +477,9 @@ def build_state(base, state, cfgname, frag, label):
         return res, False
     res = {"ok": True, "detail": [], "warnings": sorted(state_warnings(out)),
            "config": {s: config_value(config, s) for s in (
-               "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL",
+               "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL", "CONFIG_SECURITY_PATH",
+               "CONFIG_SECURITY_YAMA_PTRACE_SCOPE", "CONFIG_SECURITY_YAMA_SYMLINKS",
+               "CONFIG_SECURITY_YAMA_HARDLINKS",
                "CONFIG_SECURITY_YAMA_KUNIT_TEST", "CONFIG_KUNIT")}}
     CACHE.put(key, res)
     return res, False
@@ -490,6 +510,7 @@ def sparse_state(base, state, files, frag):
     res = CACHE.get(key)
     if res:
         return res, True
+    use_odir("main")
     checkout(state)
     configure(base, "main", frag)
     objs = sparse_targets(files)
@@ -569,6 +590,7 @@ def main():
     base, tip = states[0], states[-1]
     frag = fragment(tip)
     MAIN_FRAG[0] = frag
+    base_config(base, frag)
     cells = {}          # row -> gate -> {"status", "detail"}
     rows = []
 
@@ -593,7 +615,9 @@ def main():
                         if f.endswith(".c")})
     progress("base: sparse baseline of security/")
     sbase, _ = sparse_state(base, base, sec_files, frag)
-    sparse_known = {f: set(v) for f, v in sbase.get("files", {}).items()}
+    # per file, a multiset: the base's yama_lsm.c already has four identical
+    # address-space errors, a fifth one is new
+    sparse_known = {f: collections.Counter(v) for f, v in sbase.get("files", {}).items()}
 
     charged = set()
     for st in states[1:]:
@@ -624,9 +648,10 @@ def main():
             if sres["ok"]:
                 new = []
                 for f, ws in sorted(sres["files"].items()):
-                    known = sparse_known.get(f, set())
-                    new += [w for w in ws if w not in known]
-                    sparse_known[f] = set(ws)
+                    known = sparse_known.get(f, collections.Counter())
+                    cur = collections.Counter(ws)
+                    new += sorted((cur - known).elements())
+                    sparse_known[f] = cur
                 detail = ["new: " + w for w in new[:10]]
                 if not sres["objs"]:
                     detail = ["no built C file touched"]
