@@ -41,7 +41,9 @@ ODIR = os.path.join(G, "o-main")
 # Build directories: one per config whose switch rebuilds most of the
 # kernel (SYSCTL=n touches almost every object through sysctl.h), so warm
 # runs never flip a build directory back and forth between them.
-ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl")}
+# SECURITY_YAMA=n also drops SECURITY_PATH (which Yama selects), seen by
+# every user of security.h: the same.
+ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl"), "yama=n": os.path.join(G, "o-yama")}
 
 
 def use_odir(cfgname):
