@@ -360,10 +360,17 @@ def write_posting(rev, outdir):
     emls = sorted(f for f in os.listdir(outdir) if f.endswith(".eml"))
     if not emls:
         raise Fail("b4 send -o wrote no message:\n" + indent(out))
-    # One mbox of the thread, cover first ("From " separators added).
+    # One mbox of the thread, cover first ("From " separators added). The
+    # Subject: is unfolded there: b4 0.12's `am -m` crashes on a folded
+    # Subject: read from a local mbox ("Header values may not contain
+    # linefeed"); the .eml files stay as b4 wrote them.
     with open(os.path.join(outdir, "thread.mbox"), "wb") as mb:
         for fn in emls:
             data = open(os.path.join(outdir, fn), "rb").read()
+            head, sep, body = data.partition(b"\n\n")
+            head = re.sub(rb"(?im)^(Subject:.*?)((?:\n[ \t]+.*)+)$",
+                          lambda m: m.group(1) + re.sub(rb"\n[ \t]+", b" ", m.group(2)), head)
+            data = head + sep + body
             mb.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
             for line in data.splitlines(keepends=True):
                 if re.match(rb"^>*From ", line):
@@ -512,7 +519,7 @@ def series_tree(base, names):
 def send_command(rev, outdir):
     return ("git send-email --confirm=always %s/*.eml\n"
             "    (To/Cc are in each message; or, from the b4 prep branch %s:\n"
-            "     cd %s && git config --unset sendemail.smtpserver && b4 send)"
+            "     cd %s && git config sendemail.smtpserver YOUR.SMTP.SERVER && b4 send)"
             % (outdir, BRANCH, PTREE))
 
 
@@ -574,6 +581,11 @@ def main():
                                                                        os.path.relpath(ch, WS)))
         progress("revision v%d, %d patches from %s" % (rev, len(names), SERIES_DIR))
         cover = compose_cover(rev, tree)
+        described = {int(m) for m in re.findall(r"^\d+/(\d+) ", cover, re.M)}
+        if described and described != {len(names)}:
+            print("  WARNING: the cover letter describes a series of %s patches, series/ has %d:"
+                  " update cover-letter/cover.txt" % ("/".join(map(str, sorted(described))),
+                                                      len(names)))
         base, ptree = prepare_tree(names, rev, cover)
         if ptree != tree:
             raise Fail("the b4 branch's tree %s differs from base + series/ %s" % (ptree, tree))
