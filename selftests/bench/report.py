@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""Tables of make bench, from what the bench boot and the workspace runs wrote.
+
+  report.py kernel RESULTS.txt OUT_PREFIX MACHINE.json
+      parse the bench boot's result channel (lines of selftests/bench/init),
+      write OUT_PREFIX.txt and OUT_PREFIX.json, print the table; exit 1 when
+      a run is missing or the RCU-walk fallback counts differ.
+  report.py workspace BENCH_DIR OUT_PREFIX
+      the make check stage times of the recorded runs (check-*.tsv) and the
+      edit loop (loop.tsv), as OUT_PREFIX.txt/.json; print the table.
+
+Only medians are reported (the machines are shared and noisy); no time is
+ever compared against a limit here.
+"""
+import json
+import os
+import statistics
+import sys
+
+STAT_BENCHES = ["symlink", "symlink-dirowner", "midlink", "hardlink"]
+DESCR = {
+    "symlink": "stat() via a trailing symlink the follower owns, sticky 1777 dir",
+    "symlink-dirowner": "same, link owned by the dir's owner (Yama reads the dir)",
+    "midlink": "stat() via an intermediate symlink the follower owns",
+    "hardlink": "link()+unlink() of another user's 0666 file",
+}
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def ratio(a, b):
+    return round(a / b, 3) if a is not None and b else None
+
+
+def fmt(x, nd=1):
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def parse_channel(path):
+    runs, prof, info, errors, ended = {}, {}, [], [], False
+    with open(path, errors="replace") as f:
+        for raw in f:
+            line = raw.strip().replace("\r", "")
+            parts = line.split()
+            if not parts:
+                continue
+            if parts[0] == "R" and len(parts) == 5:
+                _, rnd, bench, variant, ns = parts
+                try:
+                    runs.setdefault((bench, variant), []).append(float(ns))
+                except ValueError:
+                    errors.append(line)
+            elif parts[0] == "P" and len(parts) == 6:
+                _, rnd, bench, variant, fn, hits = parts
+                prof.setdefault((bench, variant, fn), []).append(int(hits))
+            elif parts[0] == "I":
+                info.append(line[2:])
+            elif parts[0] == "E":
+                errors.append(line[2:])
+            elif parts[0] == "END":
+                ended = True
+    return runs, prof, info, errors, ended
+
+
+def info_value(info, key):
+    for i in info:
+        if i.startswith(key + " "):
+            return i[len(key) + 1:]
+    return None
+
+
+def kernel(channel, prefix, machine_path):
+    runs, prof, info, errors, ended = parse_channel(channel)
+    machine = {}
+    if os.path.exists(machine_path):
+        with open(machine_path) as f:
+            machine = json.load(f)
+    ns = {}
+    nline = info_value(info, "N") or ""
+    for kv in nline.split():
+        k, _, v = kv.partition("=")
+        ns[k] = v
+    problems = list(errors)
+    if not ended:
+        problems.append("the bench boot did not reach END (timeout or crash: see console.log)")
+
+    rows = []
+    for b in STAT_BENCHES:
+        vals = {v: runs.get((b, v), []) for v in ("yama", "off", "vfs")}
+        med = {v: median(x) for v, x in vals.items()}
+        for v, x in vals.items():
+            if not x:
+                problems.append(f"no run of {b} with variant {v}")
+        rows.append({
+            "bench": b, "what": DESCR[b],
+            "n": int(ns.get("hardlink" if b == "hardlink" else "stat", 0) or 0),
+            "rounds": min(len(x) for x in vals.values()),
+            "median_ns": med,
+            "yama/off": ratio(med["yama"], med["off"]),
+            "vfs/off": ratio(med["vfs"], med["off"]),
+            "yama/vfs": ratio(med["yama"], med["vfs"]),
+        })
+    depths = sorted({int(b.split("depth")[1]) for b, _ in runs if b.startswith("ptrace-depth")})
+    prows = []
+    for d in depths:
+        b = f"ptrace-depth{d}"
+        s1, s0 = runs.get((b, "scope1"), []), runs.get((b, "scope0"), [])
+        if not s1 or not s0:
+            problems.append(f"no run of {b} at scope 1 or 0")
+        prows.append({
+            "bench": b, "depth": d, "n": int(ns.get("ptrace", 0) or 0),
+            "rounds": min(len(s1), len(s0)),
+            "median_ns": {"scope1": median(s1), "scope0": median(s0)},
+            "scope1/scope0": ratio(median(s1), median(s0)),
+        })
+    # Profiler: per bench and function, the hits of each round, Yama on/off.
+    prof_rows = []
+    for b in ("symlink", "symlink-dirowner", "midlink"):
+        fns = sorted({fn for (bb, _, fn) in prof if bb == b})
+        for fn in fns:
+            on = prof.get((b, "yama", fn), [])
+            off = prof.get((b, "off", fn), [])
+            equal = on == off
+            prof_rows.append({"bench": b, "function": fn, "yama_on": on,
+                              "yama_off": off, "equal": equal})
+            # The hook runs whatever the sysctl; leave-RCU functions must
+            # not be hit more often with the restriction on.
+            if not equal and not fn.startswith("yama_"):
+                problems.append(f"RCU-walk: {fn} hit {on} times with Yama on, {off} with Yama off ({b})")
+    if not prof_rows:
+        problems.append("no profiler counts (function profiler missing?)")
+
+    out = {"machine": machine, "info": info, "n": ns, "stat": rows,
+           "ptrace": prows, "rcu_walk": prof_rows, "problems": problems}
+    with open(prefix + ".json", "w") as f:
+        json.dump(out, f, indent=1)
+    lines = []
+    m = machine
+    lines.append(f"Kernel side: one boot of {info_value(info, 'kernel') or '?'} in "
+                 f"qemu-system-x86_64 {m.get('qemu', '?')} ({m.get('accel', '?')}, 1 vCPU), "
+                 f"host {m.get('cpu', '?')} x{m.get('cores', '?')}, load {m.get('load', '?')}")
+    lines.append("median ns/op over alternating rounds (yama = kernel.yama.protected_* 1,"
+                 " off = all 0, vfs = fs.protected_* 1 with Yama's sysctl 0)")
+    lines.append(f"{'bench':<18}{'N':>7}{'rnd':>4}{'yama':>10}{'off':>10}{'vfs':>10}"
+                 f"{'yama/off':>10}{'vfs/off':>9}{'yama/vfs':>10}")
+    for r in rows:
+        md = r["median_ns"]
+        lines.append(f"{r['bench']:<18}{r['n']:>7}{r['rounds']:>4}{fmt(md['yama']):>10}"
+                     f"{fmt(md['off']):>10}{fmt(md['vfs']):>10}{fmt(r['yama/off'], 3):>10}"
+                     f"{fmt(r['vfs/off'], 3):>9}{fmt(r['yama/vfs'], 3):>10}")
+    lines.append("ptrace attach-mode check: open()+close() of /proc/PID/mem of a descendant")
+    lines.append(f"{'bench':<18}{'N':>7}{'rnd':>4}{'scope1':>10}{'scope0':>10}{'1/0':>10}")
+    for r in prows:
+        md = r["median_ns"]
+        lines.append(f"{r['bench']:<18}{r['n']:>7}{r['rounds']:>4}{fmt(md['scope1']):>10}"
+                     f"{fmt(md['scope0']):>10}{fmt(r['scope1/scope0'], 3):>10}")
+    lines.append(f"RCU-walk: function profiler hits over one run of N={ns.get('prof', '?')} "
+                 "stat() calls (+1 untimed, + the exec), per round, Yama on | off")
+    for r in prof_rows:
+        mark = "equal" if r["equal"] else "DIFFER"
+        lines.append(f"  {r['bench']:<17}{r['function']:<28}"
+                     f"{','.join(map(str, r['yama_on'])):>16} | "
+                     f"{','.join(map(str, r['yama_off'])):<16} {mark}")
+    for p in problems:
+        lines.append("PROBLEM: " + p)
+    text = "\n".join(lines) + "\n"
+    with open(prefix + ".txt", "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 1 if problems else 0
+
+
+def read_tsv(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            if len(p) >= 5 and not line.startswith("#"):
+                rows.append({"stage": p[0], "verdict": p[1], "passed": p[2],
+                             "failed": p[3], "seconds": int(p[4])})
+    return rows
+
+
+def read_meta(path):
+    meta = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.rstrip("\n").partition("=")
+                meta[k] = v
+    return meta
+
+
+def workspace(bench_dir, prefix):
+    runs = {}
+    for label in ("cold", "warm"):
+        p = os.path.join(bench_dir, f"check-{label}.tsv")
+        if os.path.exists(p):
+            runs[label] = {"stages": read_tsv(p),
+                           "meta": read_meta(os.path.join(bench_dir, f"check-{label}.meta"))}
+    loop = []
+    lp = os.path.join(bench_dir, "loop.tsv")
+    if os.path.exists(lp):
+        with open(lp) as f:
+            for line in f:
+                p = line.rstrip("\n").split("\t")
+                if len(p) >= 4:
+                    loop.append({"what": p[0], "seconds": float(p[1]),
+                                 "target": float(p[2]) if p[2] else None,
+                                 "detail": p[3]})
+    stages = []
+    for label in runs:
+        for s in runs[label]["stages"]:
+            if s["stage"] not in stages:
+                stages.append(s["stage"])
+    lines = ["Workspace side: make check stage times in seconds "
+             "(2 shared cores; cold = empty build dir and empty ccache)"]
+    for label, r in runs.items():
+        m = r["meta"]
+        lines.append(f"  {label}: {m.get('when', '?')}, {m.get('how', '')}, "
+                     f"wall {m.get('wall', '?')} s, load {m.get('load', '?')}")
+    lines.append(f"{'stage':<14}{'cold':>8}{'verdict':>9}{'warm':>8}{'verdict':>9}")
+    totals = {}
+    for st in stages:
+        cells = []
+        for label in ("cold", "warm"):
+            row = next((s for s in runs.get(label, {}).get("stages", [])
+                        if s["stage"] == st), None)
+            if row:
+                totals[label] = totals.get(label, 0) + row["seconds"]
+                cells.append(f"{row['seconds']:>8}{row['verdict']:>9}")
+            else:
+                cells.append(f"{'-':>8}{'':>9}")
+        lines.append(f"{st:<14}" + "".join(cells))
+    lines.append(f"{'sum':<14}{totals.get('cold', '-'):>8}{'':>9}{totals.get('warm', '-'):>8}")
+    if not runs:
+        lines.append("  (no run recorded: tools/bench --record-check cold|warm)")
+    lines.append("Edit loop: touch security/yama/yama_lsm.c, then")
+    for e in loop:
+        t = e["target"]
+        met = "" if t is None else (f"target {t:g} s: {'met' if e['seconds'] <= t else 'MISSED'}")
+        lines.append(f"  {e['what']:<34}{e['seconds']:>8.1f} s  {met}  {e['detail']}")
+    if not loop:
+        lines.append("  (not measured)")
+    text = "\n".join(lines) + "\n"
+    with open(prefix + ".json", "w") as f:
+        json.dump({"runs": runs, "loop": loop, "totals": totals}, f, indent=1)
+    with open(prefix + ".txt", "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 0
+
+
+def main(argv):
+    if len(argv) == 5 and argv[1] == "kernel":
+        return kernel(argv[2], argv[3], argv[4])
+    if len(argv) == 4 and argv[1] == "workspace":
+        return workspace(argv[2], argv[3])
+    sys.stderr.write(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
