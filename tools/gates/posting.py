@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 
 WS = os.environ["WS"]
@@ -177,13 +178,22 @@ def testing_section(tip_tree):
     if sc:
         stale = "" if sc.get("tip_tree") == tip_tree else \
             " (NOTE: for an earlier state of the series)"
-        out.append("- Series gates%s: %s cells passed, %s failed over %d patches:" % (
-            stale, sc.get("passed"), sc.get("failed"), len(sc.get("patches", []))))
-        out.append("  each patch on its own: checkpatch.pl --strict --codespell,")
-        out.append("  an x86_64 W=1 build with no new warning, sparse (C=2) on the")
-        out.append("  files it touches, kernel-doc; the tip also built with")
-        out.append("  SECURITY_YAMA=n, SYSCTL=n and the KUnit test off/on, and its")
-        out.append("  rst parsed with docutils.")
+        out.append(textwrap.fill("- Series gates%s: %s cells passed, %s failed over %d patches." % (
+            stale, sc.get("passed"), sc.get("failed"), len(sc.get("patches", []))),
+            width=72, subsequent_indent="  "))
+        out.append("  Each patch applied on the ones before it: checkpatch.pl --strict")
+        out.append("  --codespell, an x86_64 W=1 build with no warning the base did not")
+        out.append("  have, sparse (C=2) on the files it touches, kernel-doc.")
+        tip = (sc.get("cells") or {}).get("tip", {})
+        names = {"yama=n": "SECURITY_YAMA=n", "sysctl=n": "SYSCTL=n",
+                 "kunit-test=n": "the KUnit test off", "kunit-test=y": "the KUnit test on",
+                 "rst": "Yama.rst parsed by docutils"}
+        done = [names.get(g, g) for g in sc.get("tip_gates", []) if tip.get(g, {}).get("status") == "pass"]
+        bad = [names.get(g, g) for g in sc.get("tip_gates", []) if tip.get(g, {}).get("status") == "FAIL"]
+        if done:
+            out.append(textwrap.fill("The tip built with %s: passed%s." % (
+                ", ".join(done), ("; failed: " + ", ".join(bad)) if bad else ""),
+                width=72, initial_indent="  ", subsequent_indent="  "))
     else:
         out.append("- Series gates (checkpatch, W=1/sparse builds): not run in this workspace.")
     # KUnit
