@@ -561,7 +561,8 @@ def rst_check(state, paths):
             text, source_path=p, settings_overrides={
                 "report_level": 5, "halt_level": 5, "warning_stream": stream,
                 "file_insertion_enabled": False, "raw_enabled": False})
-        for msg in doc.traverse(docutils.nodes.system_message):
+        walk = doc.findall if hasattr(doc, "findall") else doc.traverse
+        for msg in walk(docutils.nodes.system_message):
             if msg["level"] < 3:
                 continue
             body = msg.astext()
@@ -571,8 +572,9 @@ def rst_check(state, paths):
                 continue
             if "Trying" in body and "as canonical role name" in body:
                 continue
-            problems.append("%s:%s: %s" % (p, msg.get("line", "?"),
-                                           body.splitlines()[0][:200]))
+            first = body.splitlines()[0][:200]
+            problems.append(first if first.startswith(p) else "%s:%s: %s" % (
+                p, msg.get("line", "?"), first))
     return {"ok": not problems, "detail": problems[:10], "files": paths}
 
 

@@ -86,3 +86,14 @@ def test_injected_fault_turns_the_right_cell_red(variant, cell, tmp_path):
     assert cell in red, out
     # the patch that carries no fault stays green in its gate
     assert ("2", cell[1]) not in red or variant == "w1", out
+
+
+def test_rst_gate_tolerates_sphinx_but_not_broken_rst(monkeypatch):
+    docs = {
+        "ok.rst": "Title\n=====\n\nSee :doc:`other` and :c:func:`foo`.\n\n.. kernel-doc:: x.c\n",
+        "bad.rst": "Title\n=====\n\n- item\n\n  text\n    unexpected\n indentation\n\n.. nosuchthing:: x\n",
+    }
+    monkeypatch.setattr(sc, "blob", lambda state, p: docs.get(p))
+    assert sc.rst_check(None, ["ok.rst"])["ok"]
+    res = sc.rst_check(None, ["bad.rst"])
+    assert not res["ok"] and res["detail"], res
