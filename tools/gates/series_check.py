@@ -284,14 +284,16 @@ def blob(state, path):
 
 # ---------------------------------------------------------------- gates
 def gate_checkpatch(st):
-    key = sha("checkpatch", TOOLS, st["patch_sha"], file_sha(
+    key = sha("checkpatch", TOOLS, "debian-python", st["patch_sha"], file_sha(
         os.path.join(SRC, "scripts/checkpatch.pl")))
     res = CACHE.get(key)
     if res:
         return res, True
+    # checkpatch runs scripts/spdxcheck.py with the python3 of PATH: Debian's
+    # has python3-ply and python3-git for it (tools/deps)
     rc, out = run(["perl", "scripts/checkpatch.pl", "--strict", "--codespell",
                    "--codespellfile", DICT, "--color=never", st["path"]],
-                  cwd=SRC)
+                  cwd=SRC, env={"PATH": "/usr/bin:" + os.environ.get("PATH", "")})
     detail = []
     lines = out.splitlines()
     for i, l in enumerate(lines):
