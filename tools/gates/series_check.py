@@ -268,8 +268,30 @@ CHECKED_OUT = [None]
 
 def checkout(state):
     if CHECKED_OUT[0] != state["commit"]:
+        old = gitout("rev-parse", "HEAD")
         git("checkout", "-q", "-f", "--detach", state["commit"], check=True)
         CHECKED_OUT[0] = state["commit"]
+        forget_deleted_headers(old, state["commit"])
+
+
+def forget_deleted_headers(old, new):
+    """make does not rebuild an object when a header it used disappears
+    (kbuild's dependency lists tolerate missing files), so a patch that
+    includes a header only a later patch adds could pass on an object
+    built earlier: remove the objects that used a header the checkout
+    deleted, in every build directory."""
+    rc, out = git("diff", "--name-only", "--diff-filter=D", old, new)
+    gone = [f for f in out.split() if f.endswith(".h")]
+    for f in gone:
+        for od in sorted(set([os.path.join(G, "o-main")] + list(ODIRS.values()))):
+            if not os.path.isdir(od):
+                continue
+            rc, hits = run(["grep", "-rlF", "--include=*.o.cmd", os.path.join(SRC, f), od])
+            for cmd in hits.split():
+                d, name = os.path.split(cmd)
+                obj = os.path.join(d, name[1:-4])          # .foo.o.cmd -> foo.o
+                if os.path.exists(obj):
+                    os.unlink(obj)
 
 
 def changed_files(a, b):
