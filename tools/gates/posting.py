@@ -544,8 +544,14 @@ def main():
         if not os.path.isdir(os.path.join(PTREE, ".git")):
             run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
         tree = series_tree(base, names)
-        problems = verify(outdir, tree, len(names), base)
-    elif mode == "--record":
+        stamp = os.path.join(outdir, "series.tree")
+        if not os.path.exists(stamp) or open(stamp).read().strip() != tree:
+            # make check on a clean clone, or after the series moved on
+            print("  %s is missing or older than series/: making the posting first" % outdir)
+            mode = "post"
+        else:
+            problems = verify(outdir, tree, len(names), base)
+    if mode == "--record":
         if not os.path.exists(os.path.join(outdir, "thread.mbox")):
             raise Fail("no %s/thread.mbox: run make posting first" % outdir)
         names = series_list()
@@ -573,7 +579,7 @@ def main():
         print("  commit it:  git add %s && git commit -m 'cover-letter: record v%d as posted'"
               % (" ".join(rel), rev))
         return 0
-    else:
+    elif mode == "post":
         names = series_list()
         base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
         # "No change since vN yet" must not go out with a changed series.
@@ -603,6 +609,9 @@ def main():
         emls = write_posting(rev, outdir)
         progress("wrote %d messages and thread.mbox" % len(emls))
         problems = verify(outdir, tree, len(names), base)
+        if not problems:
+            with open(os.path.join(outdir, "series.tree"), "w") as f:
+                f.write(tree + "\n")
         tip = run(["git", "-C", TREE, "rev-parse", "-q", "--verify", "refs/heads/yama^{tree}"],
                   check=False).strip()
         if tip and tip != tree:
