@@ -52,6 +52,7 @@ def use_odir(cfgname):
 JOBS = os.environ.get("JOBS", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 CCWRAP = os.path.join(HERE, "cc-wrap")
+SPARSEWRAP = os.path.join(HERE, "sparse-wrap")
 CC = "%s ccache gcc" % CCWRAP
 DICT = "/usr/lib/python3/dist-packages/codespell_lib/data/dictionary.txt"
 if os.environ.get("SERIES_CHECK_OUT"):
@@ -532,7 +533,7 @@ def sparse_targets(files):
 
 def sparse_state(base, state, files, frag):
     """Sparse (make C=2) on the given files at `state`, per file."""
-    key = sha("sparse", TOOLS, frag, state["tree"], *files)
+    key = sha("sparse", TOOLS, file_sha(SPARSEWRAP), frag, state["tree"], *files)
     res = CACHE.get(key)
     if res:
         return res, True
@@ -543,13 +544,16 @@ def sparse_state(base, state, files, frag):
     per = {}
     if objs:
         progress("  sparse on %s" % " ".join(objs))
-        rc, out = make(["C=2"] + objs)
+        rc, out = make(["C=2", "CHECK=%s sparse" % SPARSEWRAP] + objs)
         if rc:
             res = {"ok": False, "detail": first_errors(out), "files": {}}
             return res, False
         for o in objs:
             per[o[:-2] + ".c"] = []
-        for l in diag_lines(out):
+        # only sparse's own lines (sparse-wrap marks them)
+        mine = "\n".join(l[len("sparse| "):] for l in out.splitlines()
+                         if l.startswith("sparse| "))
+        for l in diag_lines(mine):
             n = norm(l)
             fname = n.split(":", 1)[0]
             per.setdefault(fname, []).append(n)
