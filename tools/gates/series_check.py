@@ -515,25 +515,34 @@ def build_state(base, state, cfgname, frag, label):
 def sparse_targets(files):
     """Objects to run sparse on: the touched C files that are built, and for
     a touched header the built C files of its directory."""
+    def built(o):
+        # the object, or its .cmd (the object may have been removed by
+        # forget_deleted_headers; make C=2 rebuilds it)
+        d, n = os.path.split(os.path.join(ODIR, o))
+        return os.path.exists(os.path.join(d, n)) or \
+            os.path.exists(os.path.join(d, "." + n + ".cmd"))
+
     objs = set()
     for f in files:
         if f.endswith(".c"):
             o = f[:-2] + ".o"
-            if os.path.exists(os.path.join(ODIR, o)):
+            if built(o) and os.path.exists(os.path.join(SRC, f)):
                 objs.add(o)
         elif f.endswith(".h"):
             d = os.path.join(ODIR, os.path.dirname(f))
             if os.path.isdir(d):
                 for fn in os.listdir(d):
-                    if fn.endswith(".o") and os.path.exists(os.path.join(
-                            SRC, os.path.dirname(f), fn[:-2] + ".c")):
-                        objs.add(os.path.join(os.path.dirname(f), fn))
+                    m = re.match(r"^\.?(.*\.o)(\.cmd)?$", fn)
+                    if m and os.path.exists(os.path.join(
+                            SRC, os.path.dirname(f), m.group(1)[:-2] + ".c")) and \
+                            built(os.path.join(os.path.dirname(f), m.group(1))):
+                        objs.add(os.path.join(os.path.dirname(f), m.group(1)))
     return sorted(objs)
 
 
 def sparse_state(base, state, files, frag):
     """Sparse (make C=2) on the given files at `state`, per file."""
-    key = sha("sparse", TOOLS, file_sha(SPARSEWRAP), frag, state["tree"], *files)
+    key = sha("sparse-2", TOOLS, file_sha(SPARSEWRAP), frag, state["tree"], *files)
     res = CACHE.get(key)
     if res:
         return res, True

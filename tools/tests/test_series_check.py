@@ -78,6 +78,7 @@ def test_good_scratch_series_is_green(tmp_path):
     ("style", ("1", "checkpatch")),     # if( -> checkpatch ERROR/CHECK
     ("w1", ("1", "build")),             # unused static const: W=1 only
     ("kdoc", ("1", "kernel-doc")),      # a parameter without description
+    ("sparse", ("1", "sparse")),        # an undeclared global: sparse only
     ("reorder", ("1", "build")),        # 2/2 first: scope.h does not exist yet
 ])
 def test_injected_fault_turns_the_right_cell_red(variant, cell, tmp_path):
