@@ -116,9 +116,13 @@ def kernel(channel, prefix, machine_path):
             "scope1/scope0": ratio(median(s1), median(s0)),
         })
     # Profiler: per bench and function, the hits of each round, Yama on/off.
+    # Without the graph tracer the profiler ignores set_ftrace_filter and
+    # counts every function: keep the ones of the filter the guest set.
+    wanted = set((info_value(info, "filter") or "").split())
     prof_rows = []
     for b in ("symlink", "symlink-dirowner", "midlink"):
-        fns = sorted({fn for (bb, _, fn) in prof if bb == b})
+        fns = sorted({fn for (bb, _, fn) in prof if bb == b
+                      and (not wanted or fn in wanted)})
         for fn in fns:
             on = prof.get((b, "yama", fn), [])
             off = prof.get((b, "off", fn), [])
