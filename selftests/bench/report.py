@@ -30,6 +30,20 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def mad_pct(xs):
+    """Median absolute deviation, in percent of the median."""
+    if len(xs) < 2:
+        return None
+    m = statistics.median(xs)
+    return 100.0 * statistics.median(abs(x - m) for x in xs) / m if m else None
+
+
+def paired(a, b):
+    """Median of the per-round ratios a[i]/b[i] (same round, same drift)."""
+    rs = [x / y for x, y in zip(a, b) if y]
+    return round(statistics.median(rs), 3) if rs else None
+
+
 def ratio(a, b):
     return round(a / b, 3) if a is not None and b else None
 
@@ -98,6 +112,8 @@ def kernel(channel, prefix, machine_path):
             "n": int(ns.get("hardlink" if b == "hardlink" else "stat", 0) or 0),
             "rounds": min(len(x) for x in vals.values()),
             "median_ns": med,
+            "mad_pct": {v: mad_pct(x) for v, x in vals.items()},
+            "paired_yama/off": paired(vals["yama"], vals["off"]),
             "yama/off": ratio(med["yama"], med["off"]),
             "vfs/off": ratio(med["vfs"], med["off"]),
             "yama/vfs": ratio(med["yama"], med["vfs"]),
@@ -113,6 +129,8 @@ def kernel(channel, prefix, machine_path):
             "bench": b, "depth": d, "n": int(ns.get("ptrace", 0) or 0),
             "rounds": min(len(s1), len(s0)),
             "median_ns": {"scope1": median(s1), "scope0": median(s0)},
+            "mad_pct": {"scope1": mad_pct(s1), "scope0": mad_pct(s0)},
+            "paired_scope1/scope0": paired(s1, s0),
             "scope1/scope0": ratio(median(s1), median(s0)),
         })
     # Profiler: per bench and function, the hits of each round, Yama on/off.
@@ -122,10 +140,12 @@ def kernel(channel, prefix, machine_path):
     prof_rows = []
     for b in ("symlink", "symlink-dirowner", "midlink"):
         fns = sorted({fn for (bb, _, fn) in prof if bb == b
-                      and (not wanted or fn in wanted)})
+                      and (not wanted or fn in wanted)} | wanted)
+        rounds = max([len(v) for (bb, _, _), v in prof.items() if bb == b] or [0])
         for fn in fns:
-            on = prof.get((b, "yama", fn), [])
-            off = prof.get((b, "off", fn), [])
+            # A function of the filter with no hit in a round was not listed.
+            on = prof.get((b, "yama", fn), []) or [0] * rounds
+            off = prof.get((b, "off", fn), []) or [0] * rounds
             equal = on == off
             prof_rows.append({"bench": b, "function": fn, "yama_on": on,
                               "yama_off": off, "equal": equal})
@@ -145,21 +165,30 @@ def kernel(channel, prefix, machine_path):
     lines.append(f"Kernel side: one boot of {info_value(info, 'kernel') or '?'} in "
                  f"qemu-system-x86_64 {m.get('qemu', '?')} ({m.get('accel', '?')}, 1 vCPU), "
                  f"host {m.get('cpu', '?')} x{m.get('cores', '?')}, load {m.get('load', '?')}")
-    lines.append("median ns/op over alternating rounds (yama = kernel.yama.protected_* 1,"
-                 " off = all 0, vfs = fs.protected_* 1 with Yama's sysctl 0)")
-    lines.append(f"{'bench':<18}{'N':>7}{'rnd':>4}{'yama':>10}{'off':>10}{'vfs':>10}"
-                 f"{'yama/off':>10}{'vfs/off':>9}{'yama/vfs':>10}")
+    lines.append("median ns/op; rnd batches of N ops per variant, the variants alternating"
+                 " batch by batch in one process")
+    lines.append("(yama = kernel.yama.protected_* 1 + fs.protected_* 0, off = all 0,"
+                 " vfs = fs.protected_* 1 + Yama's 0)")
+    lines.append("(paired = median of the per-round ratios; mad = median absolute"
+                 " deviation of the off runs, % of their median: the noise)")
+    lines.append(f"{'bench':<18}{'N':>7}{'rnd':>4}{'yama':>9}{'off':>9}{'vfs':>9}"
+                 f"{'yama/off':>9}{'paired':>8}{'vfs/off':>8}{'yama/vfs':>9}{'mad%':>6}")
     for r in rows:
         md = r["median_ns"]
-        lines.append(f"{r['bench']:<18}{r['n']:>7}{r['rounds']:>4}{fmt(md['yama']):>10}"
-                     f"{fmt(md['off']):>10}{fmt(md['vfs']):>10}{fmt(r['yama/off'], 3):>10}"
-                     f"{fmt(r['vfs/off'], 3):>9}{fmt(r['yama/vfs'], 3):>10}")
+        lines.append(f"{r['bench']:<18}{r['n']:>7}{r['rounds']:>4}{fmt(md['yama']):>9}"
+                     f"{fmt(md['off']):>9}{fmt(md['vfs']):>9}{fmt(r['yama/off'], 3):>9}"
+                     f"{fmt(r['paired_yama/off'], 3):>8}"
+                     f"{fmt(r['vfs/off'], 3):>8}{fmt(r['yama/vfs'], 3):>9}"
+                     f"{fmt(r['mad_pct']['off'], 1):>6}")
     lines.append("ptrace attach-mode check: open()+close() of /proc/PID/mem of a descendant")
-    lines.append(f"{'bench':<18}{'N':>7}{'rnd':>4}{'scope1':>10}{'scope0':>10}{'1/0':>10}")
+    lines.append(f"{'bench':<18}{'N':>7}{'rnd':>4}{'scope1':>9}{'scope0':>9}{'1/0':>9}"
+                 f"{'paired':>8}{'mad%':>6}")
     for r in prows:
         md = r["median_ns"]
-        lines.append(f"{r['bench']:<18}{r['n']:>7}{r['rounds']:>4}{fmt(md['scope1']):>10}"
-                     f"{fmt(md['scope0']):>10}{fmt(r['scope1/scope0'], 3):>10}")
+        lines.append(f"{r['bench']:<18}{r['n']:>7}{r['rounds']:>4}{fmt(md['scope1']):>9}"
+                     f"{fmt(md['scope0']):>9}{fmt(r['scope1/scope0'], 3):>9}"
+                     f"{fmt(r['paired_scope1/scope0'], 3):>8}"
+                     f"{fmt(r['mad_pct']['scope0'], 1):>6}")
     lines.append(f"RCU-walk: function profiler hits over one run of N={ns.get('prof', '?')} "
                  "stat() calls (+1 untimed, + the exec), per round, Yama on | off")
     for r in prof_rows:

@@ -2,18 +2,26 @@
 /*
  * Micro-benchmarks of Yama's checks, run inside the QEMU bench kernel.
  *
- *   yama_bench [-u UID] stat NAME PATH N
- *                   stat() of PATH (through whatever symlinks it holds)
- *   yama_bench [-u UID] hardlink DIR N
- *                   link()+unlink() of DIR/src to DIR/dst
- *   yama_bench ptrace DEPTH N
- *                   open()+close() of /proc/PID/mem (an attach-mode access)
- *                   of a descendant DEPTH generations down
+ *   yama_bench [OPTIONS] stat NAME PATH N      stat() of PATH (through the
+ *                                              symlinks it holds)
+ *   yama_bench [OPTIONS] hardlink NAME DIR N   link()+unlink() of DIR/src
+ *                                              to DIR/dst
+ *   yama_bench [OPTIONS] ptrace NAME DEPTH N   open()+close() of
+ *                                              /proc/PID/mem (attach mode)
+ *                                              of a descendant DEPTH
+ *                                              generations down
+ * OPTIONS
+ *   -V VARIANT=SYSCTL:VALUE[,SYSCTL:VALUE...]  a variant: the sysctls
+ *                  (paths under /proc/sys) written before each of its
+ *                  batches; up to 4 variants
+ *   -b BATCHES     batches per variant (default 1)
+ *   -u UID         follow/link with fsuid and fsgid UID (and so without
+ *                  the file capabilities of root), as a user would
  *
- * -u UID switches to UID (and GID UID) before the measured loop, so that a
- * symlink owned by UID is followed by its owner, or a file of another user
- * is linked. Each run prints one line "<name> <ns per operation>". The
- * caller sets the sysctls between runs, so one boot can alternate A B A B.
+ * Each batch is N timed operations; the variants alternate batch by batch
+ * (A B C, then B C A, ...), so that drift of a shared host falls on all of
+ * them alike. The sysctl files are opened once, as root, before the fsuid
+ * changes. One line per batch: "R BATCH NAME VARIANT NS_PER_OP".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,12 +30,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#define MAX_VARIANTS 4
+#define MAX_WRITES 4
+
+struct variant {
+	char name[32];
+	int nwrites;
+	int fd[MAX_WRITES];
+	char value[MAX_WRITES][16];
+};
+
+static struct variant variants[MAX_VARIANTS];
+static int nvariants;
 
 static double now_ns(void)
 {
@@ -43,52 +65,93 @@ static void fail(const char *what)
 	exit(1);
 }
 
-static void become(long uid)
+static int usage(void)
 {
-	if (uid < 0)
-		return;
-	if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
-		fail("setresuid");
+	fprintf(stderr,
+		"usage: yama_bench [-V VARIANT=SYSCTL:VALUE,...]... [-b BATCHES] [-u UID]\n"
+		"                  stat NAME PATH N | hardlink NAME DIR N | ptrace NAME DEPTH N\n");
+	return 2;
 }
 
-static double bench_stat(const char *path, long n)
+/* "yama=kernel/yama/protected_sticky_symlinks:1,fs/protected_symlinks:0" */
+static void add_variant(char *spec)
+{
+	struct variant *v = &variants[nvariants];
+	char *eq = strchr(spec, '='), *item, *save = NULL;
+
+	if (nvariants == MAX_VARIANTS || !eq || eq == spec) {
+		fprintf(stderr, "yama_bench: bad variant %s\n", spec);
+		exit(2);
+	}
+	*eq = '\0';
+	snprintf(v->name, sizeof(v->name), "%s", spec);
+	for (item = strtok_r(eq + 1, ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		char path[256], *colon = strrchr(item, ':');
+
+		if (!colon || v->nwrites == MAX_WRITES) {
+			fprintf(stderr, "yama_bench: bad sysctl %s\n", item);
+			exit(2);
+		}
+		*colon = '\0';
+		snprintf(path, sizeof(path), "/proc/sys/%s", item);
+		v->fd[v->nwrites] = open(path, O_WRONLY);
+		if (v->fd[v->nwrites] < 0)
+			fail(path);
+		snprintf(v->value[v->nwrites], sizeof(v->value[0]), "%s\n",
+			 colon + 1);
+		v->nwrites++;
+	}
+	nvariants++;
+}
+
+static void apply_variant(const struct variant *v)
+{
+	for (int i = 0; i < v->nwrites; i++) {
+		size_t len = strlen(v->value[i]);
+
+		if (pwrite(v->fd[i], v->value[i], len, 0) != (ssize_t)len)
+			fail(v->name);
+	}
+}
+
+static const char *path;
+static char src[4096], dst[4096];
+
+static void op_stat(void)
 {
 	struct stat st;
-	double t0;
 
-	/* One untimed call: the dentries are hot, a failure shows early. */
 	if (stat(path, &st))
 		fail(path);
-	t0 = now_ns();
-	for (long i = 0; i < n; i++)
-		if (stat(path, &st))
-			fail(path);
-	return (now_ns() - t0) / n;
 }
 
-static double bench_hardlink(const char *dir, long n)
+static void op_hardlink(void)
 {
-	char src[4096], dst[4096];
-	double t0;
+	if (link(src, dst))
+		fail("link");
+	if (unlink(dst))
+		fail("unlink");
+}
 
-	snprintf(src, sizeof(src), "%s/src", dir);
-	snprintf(dst, sizeof(dst), "%s/dst", dir);
-	unlink(dst);
-	t0 = now_ns();
-	for (long i = 0; i < n; i++) {
-		if (link(src, dst))
-			fail("link");
-		if (unlink(dst))
-			fail("unlink");
-	}
-	return (now_ns() - t0) / n;
+static void op_open(void)
+{
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0)
+		fail(path);
+	close(fd);
 }
 
 /* A chain of DEPTH processes; the last one waits; returns the first. */
-static pid_t spawn_chain(int depth, int ready[2])
+static pid_t spawn_chain(int depth, pid_t *leaf)
 {
-	pid_t pid = fork();
+	int ready[2];
+	pid_t pid;
 
+	if (pipe(ready))
+		fail("pipe");
+	pid = fork();
 	if (pid < 0)
 		fail("fork");
 	if (pid == 0) {
@@ -111,90 +174,99 @@ static pid_t spawn_chain(int depth, int ready[2])
 		pause();
 		_exit(0);
 	}
+	close(ready[1]);
+	if (read(ready[0], leaf, sizeof(*leaf)) != sizeof(*leaf))
+		fail("read leaf pid");
+	close(ready[0]);
 	return pid;
 }
 
-static double bench_ptrace(int depth, long n)
+static double timed(void (*op)(void), long n)
 {
-	char path[64];
-	int ready[2];
-	pid_t top, leaf;
-	double t0, r;
-	int fd;
+	double t0;
 
-	if (pipe(ready))
-		fail("pipe");
-	top = spawn_chain(depth, ready);
-	close(ready[1]);
-	if (read(ready[0], &leaf, sizeof(leaf)) != sizeof(leaf))
-		fail("read leaf pid");
-	snprintf(path, sizeof(path), "/proc/%d/mem", leaf);
-	fd = open(path, O_RDWR);
-	if (fd < 0)
-		fail(path);
-	close(fd);
+	op();	/* untimed: caches hot, a failure shows before timing */
 	t0 = now_ns();
-	for (long i = 0; i < n; i++) {
-		fd = open(path, O_RDWR);
-		if (fd < 0)
-			fail(path);
-		close(fd);
-	}
-	r = (now_ns() - t0) / n;
-	kill(top, SIGKILL);
-	waitpid(top, NULL, 0);
-	return r;
-}
-
-static long count(const char *s)
-{
-	long n = atol(s);
-
-	if (n <= 0) {
-		fprintf(stderr, "yama_bench: N must be positive\n");
-		exit(2);
-	}
-	return n;
-}
-
-static int usage(const char *prog)
-{
-	fprintf(stderr,
-		"usage: %s [-u UID] stat NAME PATH N | [-u UID] hardlink DIR N | ptrace DEPTH N\n",
-		prog);
-	return 2;
+	for (long i = 0; i < n; i++)
+		op();
+	return (now_ns() - t0) / n;
 }
 
 int main(int argc, char **argv)
 {
-	const char *prog = argv[0];
-	long uid = -1;
+	static char procpath[64];
+	void (*op)(void);
+	long uid = -1, batches = 1, n;
+	const char *name;
+	pid_t top = 0;
+	int c;
 
-	if (argc > 2 && !strcmp(argv[1], "-u")) {
-		uid = atol(argv[2]);
-		argc -= 2;
-		argv += 2;
+	while ((c = getopt(argc, argv, "+V:b:u:")) != -1) {
+		switch (c) {
+		case 'V':
+			add_variant(optarg);
+			break;
+		case 'b':
+			batches = atol(optarg);
+			break;
+		case 'u':
+			uid = atol(optarg);
+			break;
+		default:
+			return usage();
+		}
 	}
-	if (argc == 5 && !strcmp(argv[1], "stat")) {
-		long n = count(argv[4]);
-
-		become(uid);
-		printf("%s %.1f\n", argv[2], bench_stat(argv[3], n));
-	} else if (argc == 4 && !strcmp(argv[1], "hardlink")) {
-		long n = count(argv[3]);
-
-		become(uid);
-		printf("hardlink %.1f\n", bench_hardlink(argv[2], n));
-	} else if (argc == 4 && !strcmp(argv[1], "ptrace")) {
-		int depth = atoi(argv[2]);
-		long n = count(argv[3]);
+	if (argc - optind != 4 || batches < 1)
+		return usage();
+	name = argv[optind + 1];
+	n = atol(argv[optind + 3]);
+	if (n <= 0)
+		return usage();
+	if (!nvariants) {
+		strcpy(variants[0].name, "asis");
+		nvariants = 1;
+	}
+	if (!strcmp(argv[optind], "stat")) {
+		path = argv[optind + 2];
+		op = op_stat;
+	} else if (!strcmp(argv[optind], "hardlink")) {
+		snprintf(src, sizeof(src), "%s/src", argv[optind + 2]);
+		snprintf(dst, sizeof(dst), "%s/dst", argv[optind + 2]);
+		unlink(dst);
+		op = op_hardlink;
+	} else if (!strcmp(argv[optind], "ptrace")) {
+		int depth = atoi(argv[optind + 2]);
+		pid_t leaf;
 
 		if (depth < 1)
-			return usage(prog);
-		become(uid);
-		printf("ptrace-depth%d %.1f\n", depth, bench_ptrace(depth, n));
+			return usage();
+		top = spawn_chain(depth, &leaf);
+		snprintf(procpath, sizeof(procpath), "/proc/%d/mem", leaf);
+		path = procpath;
+		op = op_open;
 	} else {
-		return usage(prog);
+		return usage();
+	}
+	/* fsuid only: root's sysctl fds and capabilities stay usable. */
+	if (uid >= 0) {
+		setfsgid(uid);
+		setfsuid(uid);
+		if ((long)setfsuid(-1) != uid)
+			fail("setfsuid");
+	}
+	for (long b = 0; b < batches; b++) {
+		for (int k = 0; k < nvariants; k++) {
+			const struct variant *v = &variants[(b + k) % nvariants];
+
+			apply_variant(v);
+			printf("R %ld %s %s %.1f\n", b + 1, name, v->name,
+			       timed(op, n));
+			fflush(stdout);
+		}
+	}
+	if (top) {
+		kill(top, SIGKILL);
+		waitpid(top, NULL, 0);
 	}
 	return 0;
 }
