@@ -1,0 +1,81 @@
+"""Tests of selftests/bench/report.py: it reads the bench boot's result
+channel and the workspace runs. No test here looks at a time value."""
+import json
+import os
+import subprocess
+import sys
+
+WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPORT = os.path.join(WS, "selftests", "bench", "report.py")
+
+
+def channel(tmp_path, prof_off_hits=100, end=True):
+    lines = ["I kernel 6.1.192+", "I N stat=10 hardlink=10 ptrace=10 prof=100 rounds=2",
+             "I filter try_to_unlazy path_lookupat try_to_unlazy_next"]
+    for b in ("symlink", "symlink-dirowner", "midlink", "hardlink"):
+        for rnd in (1, 2):
+            for v in ("yama", "off", "vfs"):
+                lines.append(f"R {rnd} {b} {v} {100 + rnd}.0")
+    for d in (1, 16):
+        for rnd in (1, 2):
+            for v in ("scope1", "scope0"):
+                lines.append(f"R {rnd} ptrace-depth{d} {v} 50.0")
+    for b in ("symlink", "symlink-dirowner", "midlink"):
+        lines.append(f"P 1 {b} yama try_to_unlazy 100")
+        lines.append(f"P 1 {b} off try_to_unlazy {prof_off_hits}")
+        lines.append(f"P 1 {b} yama path_lookupat 100")
+        lines.append(f"P 1 {b} off path_lookupat 100")
+        lines.append(f"P 1 {b} yama some_other_function 7")
+        lines.append(f"P 1 {b} off some_other_function 9")
+    if end:
+        lines.append("END")
+    p = tmp_path / "results.txt"
+    p.write_text("\r\n".join(lines) + "\r\n")
+    m = tmp_path / "machine.json"
+    m.write_text(json.dumps({"cpu": "test", "cores": 2, "accel": "tcg"}))
+    return p, m
+
+
+def run(*args):
+    return subprocess.run([sys.executable, REPORT, *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_complete_run_has_no_problem(tmp_path):
+    p, m = channel(tmp_path)
+    r = run("kernel", p, tmp_path / "k", m)
+    assert r.returncode == 0, r.stdout
+    data = json.loads((tmp_path / "k.json").read_text())
+    assert [row["bench"] for row in data["stat"]] == [
+        "symlink", "symlink-dirowner", "midlink", "hardlink"]
+    assert all(row["rounds"] == 2 for row in data["stat"])
+    assert [row["depth"] for row in data["ptrace"]] == [1, 16]
+    # Only the filter's functions count; one with no hit shows as 0.
+    fns = {row["function"] for row in data["rcu_walk"]}
+    assert fns == {"try_to_unlazy", "path_lookupat", "try_to_unlazy_next"}
+    assert "PROBLEM" not in r.stdout
+
+
+def test_unequal_fallback_counts_are_a_problem(tmp_path):
+    p, m = channel(tmp_path, prof_off_hits=99)
+    r = run("kernel", p, tmp_path / "k", m)
+    assert r.returncode == 1
+    assert "try_to_unlazy hit [100] times with Yama on, [99] with Yama off" in r.stdout
+
+
+def test_boot_without_end_is_a_problem(tmp_path):
+    p, m = channel(tmp_path, end=False)
+    r = run("kernel", p, tmp_path / "k", m)
+    assert r.returncode == 1
+    assert "did not reach END" in r.stdout
+
+
+def test_workspace_table_reads_recorded_runs(tmp_path):
+    (tmp_path / "check-cold.tsv").write_text("tree\tpass\t0\t0\t90\nkunit\tpass\t5\t0\t300\n")
+    (tmp_path / "check-warm.tsv").write_text("tree\tpass\t0\t0\t5\nkunit\tpass\t5\t0\t20\n")
+    (tmp_path / "loop.tsv").write_text("edit -> KUnit verdict\t12.5\t15\tverdict: pass\n")
+    r = run("workspace", tmp_path, tmp_path / "w")
+    assert r.returncode == 0, r.stderr
+    data = json.loads((tmp_path / "w.json").read_text())
+    assert data["totals"] == {"cold": 390, "warm": 25}
+    assert "edit -> KUnit verdict" in r.stdout
