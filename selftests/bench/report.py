@@ -5,6 +5,8 @@
       parse the bench boot's result channel (lines of selftests/bench/init),
       write OUT_PREFIX.txt and OUT_PREFIX.json, print the table; exit 1 when
       a run is missing or the RCU-walk fallback counts differ.
+  report.py figures BENCH_DIR DEST.md
+      both tables and the machine as a README section.
   report.py workspace BENCH_DIR OUT_PREFIX
       the make check stage times of the recorded runs (check-*.tsv) and the
       edit loop (loop.tsv), as OUT_PREFIX.txt/.json; print the table.
@@ -286,7 +288,33 @@ def workspace(bench_dir, prefix):
     return 0
 
 
+def figures(bench_dir, dest):
+    """README-figures.md: both tables and the machine, for README.md."""
+    parts = ["## Figures", ""]
+    kj = os.path.join(bench_dir, "kernel.json")
+    if os.path.exists(kj):
+        with open(kj) as f:
+            k = json.load(f)
+        m = k.get("machine", {})
+        parts.append(f"From `make bench` on {m.get('cpu', '?')} x{m.get('cores', '?')} "
+                     f"(host kernel {m.get('host_kernel', '?')}, load {m.get('load', '?')}), "
+                     f"qemu-system-x86_64 {m.get('qemu', '?')} {m.get('accel', '?')}, one boot. "
+                     "Medians of alternating batches; noisy shared machine, so read "
+                     "ratios within the mad% column as equal.")
+        parts.append("")
+    for name in ("kernel", "workspace"):
+        p = os.path.join(bench_dir, name + ".txt")
+        if os.path.exists(p):
+            with open(p) as f:
+                parts += ["```", f.read().rstrip("\n"), "```", ""]
+    with open(dest, "w") as f:
+        f.write("\n".join(parts))
+    return 0
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "figures":
+        return figures(argv[2], argv[3])
     if len(argv) == 5 and argv[1] == "kernel":
         return kernel(argv[2], argv[3], argv[4])
     if len(argv) == 4 and argv[1] == "workspace":
