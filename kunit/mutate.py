@@ -47,8 +47,8 @@ MUTATIONS = [
      "\tcase YAMA_SCOPE_NO_ATTACH:\n\tdefault:\n\t\treturn false;\n\t}\n}\n\n/**\n * yama_ptrace_traceme",
      "\tcase YAMA_SCOPE_NO_ATTACH:\n\t\treturn false;\n\tdefault:\n\t\treturn true;\n\t}\n}\n\n/**\n * yama_ptrace_traceme"),
     ("ptrace: out-of-range scope treated as scope 1",
-     "\tcase YAMA_SCOPE_RELATIONAL:\n\t\treturn facts",
-     "\tdefault:\n\t\tif (scope != YAMA_SCOPE_RELATIONAL && scope != YAMA_SCOPE_NO_ATTACH)\n\t\t\treturn facts->target_alive && facts->is_descendant;\n\t\tif (scope == YAMA_SCOPE_NO_ATTACH)\n\t\t\treturn false;\n\t\treturn facts"),
+     "\tcase YAMA_SCOPE_NO_ATTACH:\n\tdefault:\n\t\treturn false;\n\t}\n}\n\n/**\n * yama_ptrace_traceme",
+     "\tcase YAMA_SCOPE_NO_ATTACH:\n\t\treturn false;\n\tdefault:\n\t\treturn facts->target_alive && facts->is_descendant;\n\t}\n}\n\n/**\n * yama_ptrace_traceme"),
     ("traceme: scope 2 ignores the parent's capability",
      "\tcase YAMA_SCOPE_CAPABILITY:\n\t\treturn parent_has_capability;",
      "\tcase YAMA_SCOPE_CAPABILITY:\n\t\treturn true;"),
@@ -137,7 +137,7 @@ def failed_cases(node, path=()):
     here = path + ((name,) if name else ())
     if not subs:
         if node.get("status") not in ("PASS", "SKIP"):
-            yield ".".join(here) + " [" + str(node.get("status")) + "]"
+            yield ".".join(here[1:]) + " [" + str(node.get("status")) + "]"
         return
     for sub in subs:
         yield from failed_cases(sub, here)

@@ -1,0 +1,124 @@
+"""Tests of tools/kunit (make kunit), with a fake kunit.py.
+
+The fake stands in for tools/testing/kunit/kunit.py of a kernel tree: it
+writes a console log and a --json file the way kunit.py does, with results
+chosen by FAKE_KUNIT. No kernel is built or booted.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import textwrap
+
+import pytest
+
+WS = pathlib.Path(__file__).resolve().parents[2]
+
+FAKE = textwrap.dedent(r'''
+    import json, os, sys
+    args = sys.argv[1:]
+    build = [a.split("=", 1)[1] for a in args if a.startswith("--build_dir=")][0]
+    js = [a.split("=", 1)[1] for a in args if a.startswith("--json=")][0]
+    mode = os.environ.get("FAKE_KUNIT", "pass")
+    with open(os.path.join(build, "args"), "w") as f:
+        f.write("\n".join(args))
+    if mode == "error":
+        print("ERROR: the make command failed")
+        sys.exit(1)
+    status = {"pass": "PASS", "fail": "FAIL", "crash": "ERROR",
+              "skip": "SKIP", "splat": "PASS"}[mode]
+    console = ["KTAP version 1", "1..1", "    ok 1 first",
+               "    %s 2 second" % ("ok" if status in ("PASS", "SKIP") else "not ok")]
+    if mode == "splat":
+        console.insert(2, "BUG: sleeping function called from invalid context")
+    with open(os.path.join(build, "test.log"), "w") as f:
+        f.write("\n".join(console) + "\n")
+    cases = [{"name": "first", "status": "SKIP" if mode == "skip" else "PASS"},
+             {"name": "second", "status": status}]
+    suite = {"name": "yama_fake", "sub_groups": [], "test_cases": cases}
+    with open(js, "w") as f:
+        json.dump({"name": "KUnit Test Group", "sub_groups": [suite],
+                   "test_cases": []}, f)
+    sys.exit(1 if status in ("FAIL", "ERROR") else 0)
+''')
+
+
+@pytest.fixture
+def fake(tmp_path):
+    tree = tmp_path / "linux"
+    (tree / "tools/testing/kunit").mkdir(parents=True)
+    (tree / "tools/testing/kunit/kunit.py").write_text(FAKE)
+    (tree / "security/yama").mkdir(parents=True)
+    (tree / "security/yama/.kunitconfig").write_text("CONFIG_KUNIT=y\n")
+    return tmp_path
+
+
+def run(top, mode, configs="default"):
+    env = dict(os.environ, BUILD=str(top), TREE=str(top / "linux"),
+               KUNIT_CONFIGS=configs, FAKE_KUNIT=mode)
+    return subprocess.run([str(WS / "tools/kunit")], env=env, text=True,
+                          capture_output=True)
+
+
+def results(top):
+    return json.loads((top / "results/kunit.json").read_text())
+
+
+def test_pass(fake):
+    proc = run(fake, "pass")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "== kunit: pass (2 passed, 0 failed)" in proc.stdout
+    assert results(fake)["default"]["passed"] == 2
+    assert "yama_fake" in proc.stdout
+    assert (fake / "kunit/default/ktap.log").read_text().startswith("KTAP")
+    args = (fake / "kunit/default/args").read_text().split("\n")
+    assert "--kunitconfig=security/yama" in args
+    assert "--build_dir=%s" % (fake / "kunit/default") in args
+    assert "-enable-kvm" not in " ".join(args)
+
+
+def test_failed_case_is_named(fake):
+    proc = run(fake, "fail")
+    assert proc.returncode == 1
+    assert "yama_fake.second" in proc.stdout
+    assert results(fake)["default"]["failed"] == 1
+
+
+def test_crashed_case_is_named(fake):
+    proc = run(fake, "crash")
+    assert proc.returncode == 1
+    assert "crashed: yama_fake.second" in proc.stdout
+    assert results(fake)["default"]["crashed"] == 1
+
+
+def test_skipped_is_not_passed(fake):
+    proc = run(fake, "skip")
+    assert proc.returncode == 1
+    r = results(fake)["default"]
+    assert (r["passed"], r["skipped"]) == (0, 2)
+
+
+def test_kunit_error_fails(fake):
+    proc = run(fake, "error")
+    assert proc.returncode == 1
+    assert "kunit.py exit 1" in proc.stdout
+
+
+def test_splat_fails(fake):
+    proc = run(fake, "splat")
+    assert proc.returncode == 1
+    assert "sleeping function called" in proc.stdout
+
+
+def test_extra_config_added(fake):
+    proc = run(fake, "pass", "default debug")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    args = (fake / "kunit/debug/args").read_text().split("\n")
+    assert "--kunitconfig=%s" % (WS / "kunit/debug.kunitconfig") in args
+    assert set(results(fake)) == {"default", "debug"}
+
+
+def test_unknown_config_fails(fake):
+    proc = run(fake, "pass", "nosuch")
+    assert proc.returncode == 1
+    assert "nosuch" in proc.stdout
