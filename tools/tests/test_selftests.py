@@ -1,0 +1,120 @@
+"""Tests of selftests/ktap.py: how one selftest boot's result channel and
+console are judged. No QEMU, no kernel: small made-up logs."""
+import json
+import os
+import subprocess
+import sys
+
+WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KTAP = os.path.join(WS, "selftests", "ktap.py")
+
+GOOD = """TAP version 13
+1..2
+# selftests: yama: sysctl_test
+# TAP version 13
+# 1..3
+# # Starting 3 tests from 2 test cases.
+# #  RUN           sysctl.ptrace_scope.mode_0644 ...
+# #            OK  sysctl.ptrace_scope.mode_0644
+# ok 1 sysctl.ptrace_scope.mode_0644
+# #  RUN           sysctl.ptrace_scope.boot_value_honoured ...
+# #      SKIP      no sysctl.kernel.yama.ptrace_scope= on the command line
+# #            OK  sysctl.ptrace_scope.boot_value_honoured
+# ok 2 # SKIP no sysctl.kernel.yama.ptrace_scope= on the command line
+# #  RUN           sysctl.ptrace_scope.invalid_empty ...
+# #            OK  sysctl.ptrace_scope.invalid_empty
+# ok 3 sysctl.ptrace_scope.invalid_empty
+ok 1 selftests: yama: sysctl_test
+# selftests: yama: stacking_test
+# TAP version 13
+# 1..1
+# #  RUN           stacking.both_enforce ...
+# #            OK  stacking.both_enforce
+# ok 1 stacking.both_enforce
+ok 2 selftests: yama: stacking_test
+# yama-selftests: end
+"""
+
+CONSOLE = """Linux version 6.1.192
+rcu: \tRCU lockdep checking is enabled.
+Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
+Yama: ptrace_scope=1 protected_sticky_symlinks=1 protected_nonaccess_hardlinks=1
+"""
+
+
+def run(tmp_path, ktap=GOOD, console=CONSOLE, *args):
+    (tmp_path / "ktap.log").write_text(ktap)
+    (tmp_path / "console.log").write_text(console)
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, KTAP, "t", str(tmp_path / "ktap.log"),
+                        str(tmp_path / "console.log"), str(out), *args],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout, json.loads(out.read_text())
+
+
+def test_good_boot_counts_and_names(tmp_path):
+    rc, out, r = run(tmp_path)
+    assert rc == 0, out
+    assert (r["pass"], r["fail"], r["skip"]) == (3, 0, 1)
+    names = [c["name"] for c in r["results"]]
+    # A skip line carries no name: it comes from the RUN line before it.
+    assert "sysctl.ptrace_scope.boot_value_honoured" in names
+    assert r["results"][1]["reason"].startswith("no sysctl.kernel.yama")
+
+
+def test_failed_case_fails(tmp_path):
+    ktap = GOOD.replace("# ok 3 sysctl.ptrace_scope.invalid_empty",
+                        "# not ok 3 sysctl.ptrace_scope.invalid_empty")
+    ktap = ktap.replace("ok 1 selftests: yama: sysctl_test",
+                        "not ok 1 selftests: yama: sysctl_test # exit=1")
+    rc, out, r = run(tmp_path, ktap)
+    assert rc == 1
+    assert r["fail"] == 1
+    assert "FAIL t/sysctl_test: sysctl.ptrace_scope.invalid_empty" in out
+
+
+def test_missing_cases_and_end(tmp_path):
+    # The VM died in the middle of the first program.
+    ktap = GOOD.split("# ok 3")[0]
+    rc, out, r = run(tmp_path, ktap)
+    assert rc == 1
+    assert any("programs reported" in p for p in r["problems"])
+    assert any("did not reach its end" in p for p in r["problems"])
+
+
+def test_console_reports_fail(tmp_path):
+    for report in ("BUG: sleeping function called from invalid context",
+                   "WARNING: CPU: 0 PID: 1 at fs/namei.c:1 x",
+                   "WARNING: suspicious RCU usage",
+                   "Kernel panic - not syncing: Fatal exception",
+                   "Oops: 0000 [#1] PREEMPT SMP",
+                   "BUG: KASAN: use-after-free in yama_x"):
+        rc, out, r = run(tmp_path, GOOD, CONSOLE + report + "\n")
+        assert rc == 1, report
+        assert any(p.startswith("console:") for p in r["problems"]), report
+
+
+def test_lockdep_banner_is_not_a_report(tmp_path):
+    rc, out, r = run(tmp_path)
+    assert not r["problems"], r["problems"]
+
+
+def test_all_skip_and_must_pass(tmp_path):
+    rc, out, r = run(tmp_path, GOOD, CONSOLE, "--all-skip")
+    assert rc == 1
+    rc, out, r = run(tmp_path, GOOD, CONSOLE, "--must-pass",
+                     "sysctl.*.boot_value_honoured")
+    assert rc == 1
+    assert "must pass here" in out
+    rc, out, r = run(tmp_path, GOOD, CONSOLE, "--must-pass", "stacking.*",
+                     "--console-must", "Yama:.ptrace_scope=1")
+    assert rc == 0, out
+    rc, out, r = run(tmp_path, GOOD, CONSOLE, "--console-must-not", "Yama:")
+    assert rc == 1
+
+
+def test_problem_and_program_count(tmp_path):
+    rc, out, r = run(tmp_path, GOOD, CONSOLE, "--problem", "QEMU killed")
+    assert rc == 1 and "QEMU killed" in r["problems"]
+    rc, out, r = run(tmp_path, GOOD, CONSOLE, "--programs", "6")
+    assert rc == 1
