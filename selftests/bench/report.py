@@ -321,6 +321,11 @@ def figures(bench_dir, dest):
         if os.path.exists(p):
             with open(p) as f:
                 parts += ["```", f.read().rstrip("\n"), "```", ""]
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "NOTES.md")
+    if os.path.exists(notes):
+        with open(notes) as f:
+            parts.append(f.read().rstrip("\n"))
+        parts.append("")
     with open(dest, "w") as f:
         f.write("\n".join(parts))
     return 0
