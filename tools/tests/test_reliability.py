@@ -1,0 +1,133 @@
+"""Tests of make check-debug's workspace parts: the bad-input corpus and its
+model of the kernel's sysctl parser, the debug scenario line, and that the
+VM programs build. Nothing here runs them: they toggle sysctls and change
+uids, so they only ever run inside the QEMU guest."""
+import os
+import subprocess
+import sys
+
+WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STRESS = os.path.join(WS, "selftests", "stress")
+sys.path.insert(0, STRESS)
+import gen_corpus  # noqa: E402
+
+SYSCTL_TEST = os.path.join(WS, "build", "linux", "tools", "testing",
+                           "selftests", "yama", "sysctl_test.c")
+
+FAKE_SYSCTL_TEST = r'''
+TEST_F(sysctl, invalid_negative)
+{
+	const char *const inputs[] = { "-1", "-1\n", "-3", };
+
+	check_invalid(_metadata, self->path, inputs, ARRAY_SIZE(inputs));
+}
+
+TEST_F(sysctl, invalid_junk)
+{
+	const char *const inputs[] = { "1x", "0x", "1.0", "1,", "0;1", "\t\n",
+		"abc", "y", "on\n", "-", "#1", "0 1", "1\t0", "0 0 0",
+		"2147483648", "99999999999999999999999999999999", "\x01", };
+
+	check_invalid(_metadata, self->path, inputs, ARRAY_SIZE(inputs));
+}
+'''
+
+
+def model(s, hi=1):
+    return gen_corpus.model(s, 0, hi)
+
+
+def test_model_invalid_inputs():
+    for s in (b"\n", b" ", b"\t\n", b"1x", b"0x", b"1 0", b"0\n1\n", b"-1",
+              b"2", b"08", b"1\xa0", b"1\v", b"+1", b"- 1", b"-",
+              b"4294967297", b"18446744073709551616", b"1\0", b"0" * 21,
+              b" " * 5000, b" " * 4095 + b"1", b"1 " + b"1" * 5000):
+        assert model(s) == gen_corpus.EINVAL, s
+
+
+def test_model_accepted_spellings():
+    assert model(b"1") == (1, 1)
+    assert model(b"1\n") == (1, 2)
+    assert model(b"0x1") == (1, 3)        # base 0: hex
+    assert model(b"01") == (1, 2)         # base 0: octal
+    assert model(b"-0") == (0, 2)
+    assert model(b"\xa01") == (1, 2)      # 0xa0 is white space to the kernel
+    assert model(b"0" * 19 + b"1") == (1, 20)
+    # Only the first PAGE_SIZE - 1 bytes are parsed; the count is all.
+    assert model(b"1" + b" " * 4094 + b"junk") == (1, 4099)
+    assert model(b"") is None             # zero-length write: returns 0
+    assert model(b"3", 3) == (3, 1)
+
+
+def test_selftest_inputs_parsed(tmp_path):
+    src = tmp_path / "sysctl_test.c"
+    src.write_text(FAKE_SYSCTL_TEST)
+    got = gen_corpus.selftest_inputs(str(src))
+    assert [d for _, d in got][:3] == [b"-1", b"-1\n", b"-3"]
+    assert (("invalid_junk", b"\x01")) in got
+    assert len(got) == 20
+
+
+def gen(tmp_path, src, name):
+    out = tmp_path / name
+    p = subprocess.run([sys.executable, os.path.join(STRESS, "gen_corpus.py"),
+                        str(src), str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return out.read_text(), p.stdout
+
+
+def test_corpus_deterministic_and_big_enough(tmp_path):
+    src = tmp_path / "sysctl_test.c"
+    src.write_text(FAKE_SYSCTL_TEST)
+    a, out = gen(tmp_path, src, "a.h")
+    b, _ = gen(tmp_path, src, "b.h")
+    assert a == b
+    assert "240 random invalid" in out
+    assert a.count('"random"') >= 200
+    assert a.count('"long:') >= 8
+
+
+def test_generator_refuses_a_valid_selftest_input(tmp_path):
+    src = tmp_path / "sysctl_test.c"
+    src.write_text(FAKE_SYSCTL_TEST.replace('"-3"', '"1"'))
+    p = subprocess.run([sys.executable, os.path.join(STRESS, "gen_corpus.py"),
+                        str(src), str(tmp_path / "x.h")],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "model takes" in p.stderr
+
+
+def test_real_selftest_inputs_when_tree_present(tmp_path):
+    if not os.path.exists(SYSCTL_TEST):
+        return
+    text, out = gen(tmp_path, SYSCTL_TEST, "c.h")
+    assert "from the selftests" in out
+
+
+def test_programs_build(tmp_path):
+    src = tmp_path / "sysctl_test.c"
+    src.write_text(FAKE_SYSCTL_TEST)
+    gen(tmp_path, src, "corpus.h")
+    for prog in ("yama_stress", "yama_badinput"):
+        p = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra",
+                            "-Wno-unused-parameter", "-Werror",
+                            "-I", str(tmp_path), "-o", str(tmp_path / prog),
+                            os.path.join(STRESS, prog + ".c")],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+
+
+def test_debug_scenario_line_is_understood_by_ktap_py(tmp_path):
+    lines = [l for l in open(os.path.join(STRESS, "scenarios"))
+             if l.strip() and not l.startswith("#")]
+    assert len(lines) == 1
+    name, cmdline, checks = lines[0].rstrip("\n").split("|")
+    assert name == "debug" and "panic_on_warn=1" in cmdline
+    for f in ("ktap.log", "console.log"):
+        (tmp_path / f).write_text("")
+    p = subprocess.run([sys.executable, os.path.join(WS, "selftests", "ktap.py"),
+                        name, str(tmp_path / "ktap.log"),
+                        str(tmp_path / "console.log"), str(tmp_path / "r.json"),
+                        *checks.split()], capture_output=True, text=True)
+    # Empty logs fail the boot (1), but the options must parse (not 2).
+    assert p.returncode == 1, p.stderr
+    assert "no case matches stress.*" in p.stdout
