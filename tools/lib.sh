@@ -19,6 +19,12 @@ fi
 # shellcheck source=bases/linux-source-6.1.conf
 . "$base_conf"
 
+# ccache keys on absolute paths unless told a base: with it, a fresh clone
+# in another folder (CI) reuses what an earlier run on this machine built.
+# Kbuild maps __FILE__ to relative paths itself (-fmacro-prefix-map).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$WS}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+
 # A fixed identity for commits the workspace makes in the tree (the base, and
 # the committer of applied patches), so commit ids do not depend on the user.
 WS_COMMITTER_NAME=${WS_COMMITTER_NAME:-Yama Workspace}
