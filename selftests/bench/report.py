@@ -277,7 +277,11 @@ def workspace(bench_dir, prefix):
         for label in ("cold", "warm"):
             row = next((s for s in runs.get(label, {}).get("stages", [])
                         if s["stage"] == st), None)
-            if row:
+            if row and row["verdict"] != "pass" and row["seconds"] == 0:
+                # Failed before doing anything (e.g. its patch not yet in
+                # the tree): no time to report.
+                cells.append(f"{'n/a':>8}{row['verdict']:>9}")
+            elif row:
                 totals[label] = totals.get(label, 0) + row["seconds"]
                 cells.append(f"{row['seconds']:>8}{row['verdict']:>9}")
             else:
@@ -290,7 +294,7 @@ def workspace(bench_dir, prefix):
     for e in loop:
         t = e["target"]
         met = "" if t is None else (f"target {t:g} s: {'met' if e['seconds'] <= t else 'MISSED'}")
-        lines.append(f"  {e['what']:<34}{e['seconds']:>8.1f} s  {met}  {e['detail']}")
+        lines.append(f"  {e['what']:<46}{e['seconds']:>7.1f} s  {met}  {e['detail']}")
     if not loop:
         lines.append("  (not measured)")
     text = "\n".join(lines) + "\n"
