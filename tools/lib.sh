@@ -6,7 +6,7 @@ BUILD=${BUILD:-$WS/build}
 OUT=${OUT:-$WS/out}
 BASE=${BASE:-linux-source-6.1}
 TREE=${TREE:-$BUILD/linux}
-RESULTS=$BUILD/results
+RESULTS=${RESULTS:-$BUILD/results}
 # Debian's interpreter, which has the python3-* packages (not a pyenv one).
 PYTHON=${PYTHON:-/usr/bin/python3}
 SERIES_DIR=${SERIES_DIR:-$WS/series}
