@@ -40,10 +40,11 @@ SRC = os.path.join(G, "src")
 ODIR = os.path.join(G, "o-main")
 # Build directories: one per config whose switch rebuilds most of the
 # kernel (SYSCTL=n touches almost every object through sysctl.h), so warm
-# runs never flip a build directory back and forth between them.
-# SECURITY_YAMA=n also drops SECURITY_PATH (which Yama selects), seen by
-# every user of security.h: the same.
-ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl"), "yama=n": os.path.join(G, "o-yama")}
+# runs never flip a build directory back and forth between them. yama=n
+# shares o-main: the base config already has what Yama selects
+# (SECURITY_PATH, see selected_symbols()), so switching Yama off and on
+# again recompiles only the objects that test a Yama symbol.
+ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl")}
 
 
 def use_odir(cfgname):
@@ -67,7 +68,12 @@ TIP_GATES = ["yama=n", "sysctl=n", "kunit-test=n", "kunit-test=y", "rst"]
 # The test kernel config: the QEMU boot fragment, the selftests' fragment of
 # the tip (when the series has one), and what Yama needs; KUnit on so the
 # KUnit test code is compiled and checked too (KUnit itself is small).
+# SECURITY_PATH: patch 4 makes Yama select it; set from the base on, so the
+# config of every state equals the tip's except for Yama's own symbols and
+# no patch flips a symbol that security.h (nearly every object) tests.
+# fragment() also adds whatever else a Kconfig line of the series selects.
 BASE_FRAGMENT = """CONFIG_SECURITY=y
+CONFIG_SECURITY_PATH=y
 CONFIG_SECURITY_YAMA=y
 CONFIG_SYSCTL=y
 CONFIG_PROC_SYSCTL=y
@@ -134,7 +140,7 @@ def file_sha(path):
 
 # Everything that changes what a gate records: GATES_VERSION (bump it when
 # a change of this script changes the cached results), cc-wrap, sparse, gcc.
-GATES_VERSION = "1"
+GATES_VERSION = "2"
 TOOLS = sha(GATES_VERSION, file_sha(CCWRAP),
             run(["gcc", "--version"])[1], run(["sparse", "--version"])[1])
 
@@ -363,7 +369,33 @@ def gate_kdoc(prev, st):
     return res, False
 
 
-def fragment(tip):
+def selected_symbols(base, tip):
+    """Symbols that a Kconfig line added by the series selects (or
+    implies): set in the base config already, so that the patch adding the
+    select does not change the config of the rest of the kernel."""
+    rc, out = git("diff", "--no-renames", "-U0", base["tree"], tip["tree"],
+                  "--", "*Kconfig*")
+    syms = set()
+    for line in out.splitlines():
+        m = re.match(r"^\+\s*(?:select|imply)\s+([A-Z0-9_]+)", line)
+        if m:
+            syms.add(m.group(1))
+    return sorted(syms)
+
+
+def base_selected_symbols(base, tip):
+    """selected_symbols() that the base already defines (a symbol the
+    series defines itself keeps its Kconfig default)."""
+    out = []
+    for sym in selected_symbols(base, tip):
+        rc, _ = git("grep", "-q", "-E", r"^\s*(menu)?config\s+%s\s*$" % sym,
+                    base["tree"], "--", "*Kconfig*")
+        if rc == 0:
+            out.append(sym)
+    return out
+
+
+def fragment(tip, base=None):
     parts = []
     with open(os.path.join(WS, "selftests/config/qemu-x86_64.config")) as f:
         parts.append(f.read())
@@ -371,6 +403,10 @@ def fragment(tip):
     if st_cfg:
         parts.append(st_cfg)
     parts.append(BASE_FRAGMENT)
+    if base is not None:
+        sel = base_selected_symbols(base, tip)
+        if sel:
+            parts.append("".join("CONFIG_%s=y\n" % s for s in sel))
     return "\n".join(parts)
 
 
@@ -389,10 +425,10 @@ def base_config(base, frag):
     series adds are unknown there, so olddefconfig later gives them their
     defaults instead of allnoconfig's n. Made once (kept in cfg/), in a
     directory of its own (o-config, Kconfig only), with the base checked
-    out; call it before any state is checked out for a build."""
-    d = os.path.join(G, "cfg")
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "main-%s.config" % sha(base["tree"], frag)[:12])
+    out; call it before any state is checked out for a build.
+    Also the base's config of every matrix config (main + its fragment,
+    olddefconfig; Kconfig only, seconds): base_matrix_config()."""
+    path = base_config_path(base, frag)
     if os.path.exists(path):
         with open(path) as f:
             return f.read()
@@ -409,9 +445,46 @@ def base_config(base, frag):
         sys.exit("error: allnoconfig failed:\n" + out[-2000:])
     with open(os.path.join(odir, ".config")) as f:
         text = f.read()
+    for cfgname, extra in MATRIX.items():
+        if not extra:
+            continue
+        with open(os.path.join(odir, ".config"), "w") as f:
+            f.write(text + "\n" + frag + extra)
+        rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC, "olddefconfig"])
+        if rc:
+            sys.exit("error: olddefconfig (%s) failed:\n%s" % (cfgname, out[-2000:]))
+        with open(os.path.join(odir, ".config")) as f:
+            mtext = f.read()
+        with open(path + "." + cfgname, "w") as f:
+            f.write(mtext)
+    # the main config last: its presence says all of them are there
     with open(path, "w") as f:
         f.write(text)
     return text
+
+
+def base_config_path(base, frag):
+    d = os.path.join(G, "cfg")
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, "main2-%s.config" % sha(base["tree"], frag)[:12])
+
+
+def base_matrix_config(base, cfgname):
+    """The base's .config in matrix config cfgname (made by base_config)."""
+    path = base_config_path(base, MAIN_FRAG[0])
+    with open(path + ("." + cfgname if MATRIX.get(cfgname) else "")) as f:
+        return f.read()
+
+
+def config_symbols(config):
+    """{symbol: value} of a .config; unset symbols are absent (a symbol
+    the Kconfig of a tree does not define reads as unset too)."""
+    return dict(re.findall(r"^CONFIG_([A-Za-z0-9_]+)=(.*)$", config, re.M))
+
+
+def changed_symbols(a, b):
+    ca, cb = config_symbols(a), config_symbols(b)
+    return sorted(s for s in set(ca) | set(cb) if ca.get(s) != cb.get(s))
 
 
 MAIN_FRAG = [None]
@@ -451,10 +524,49 @@ def members():
     return objs
 
 
-def state_warnings(output):
+def in_scope(obj, scope):
+    """Whether object `obj` (absolute, in ODIR) can compile differently at
+    the tip than at the base in the same config: its kbuild dependency list
+    (.OBJ.cmd) names a file the series touches, or a config symbol whose
+    value differs between the two configs (include/config/SYM). An object that does
+    neither compiles the same bytes with the same flags at both, so it has
+    the base's warnings. An object without a .cmd counts as in scope."""
+    d, n = os.path.split(obj)
+    try:
+        with open(os.path.join(d, "." + n + ".cmd"), errors="replace") as f:
+            deps = f.read()
+    except OSError:
+        return True
+    rel = os.path.relpath(obj, ODIR)[:-2]
+    for f in scope["files"]:
+        if f.startswith(rel + ".") or "/" + f in deps:
+            return True
+    return any("include/config/%s)" % s in deps or "include/config/%s " % s in deps
+               for s in scope["symbols"])
+
+
+def line_in_scope(line, scope, objs):
+    """make's own lines (objtool, ld, modpost) under a scope: a line about
+    a touched file or an in-scope object counts; one that names no file of
+    the source tree (ld, vmlinux.o) counts too."""
+    f = norm(line).split(":", 1)[0]
+    if f in scope["files"]:
+        return True
+    stem = re.sub(r"\.(c|h|o|S)$", "", f)
+    if stem == f:
+        return True
+    obj = os.path.join(ODIR, stem + ".o")
+    if obj in objs:
+        return in_scope(obj, scope)
+    return not os.path.exists(os.path.join(SRC, f))
+
+
+def state_warnings(output, scope=None):
     """All warnings of the current build state: the compiler's, kept per
     object by cc-wrap (also for objects this build did not recompile),
-    and the ones make printed itself (objtool, kernel-doc, ld, modpost)."""
+    and the ones make printed itself (objtool, kernel-doc, ld, modpost).
+    With a scope (the tip's matrix builds), only the warnings of objects
+    in_scope(): see main() for why that is enough."""
     objs = members()
     warns = set()
     for root, dirs, files in os.walk(ODIR):
@@ -463,19 +575,23 @@ def state_warnings(output):
         for fn in files:
             if fn.endswith(".o.warn"):
                 obj = os.path.join(root, fn[:-5])
-                if obj in objs:
+                if obj in objs and (scope is None or in_scope(obj, scope)):
                     with open(os.path.join(root, fn), errors="replace") as f:
                         warns.update(norm(l) for l in diag_lines(f.read()))
     # make's own lines: objtool, ld, modpost. The kernel-doc lines that W=1
     # prints (file:line: warning:, no column) are left to the kernel-doc
     # gate, which compares each file with its previous version.
-    warns.update(norm(l) for l in diag_lines(output) if not KDOC_LINE.match(ANSI.sub("", l)))
+    warns.update(norm(l) for l in diag_lines(output)
+                 if not KDOC_LINE.match(ANSI.sub("", l)) and
+                 (scope is None or line_in_scope(l, scope, objs)))
     return warns
 
 
-def build_state(base, state, cfgname, frag, label):
-    """Build `state` in config cfgname; cached by tree + config."""
-    key = sha("build", TOOLS, cfgname, frag, state["tree"])
+def build_state(base, state, cfgname, frag, label, scope=None):
+    """Build `state` in config cfgname; cached by tree + config (+ scope:
+    then only the warnings of in_scope() objects are recorded)."""
+    key = sha("build", TOOLS, cfgname, frag, state["tree"],
+              json.dumps(scope, sort_keys=True) if scope else "")
     res = CACHE.get(key)
     if res:
         return res, True
@@ -494,6 +610,15 @@ def build_state(base, state, cfgname, frag, label):
                 exp[0], config_value(config, exp[0]), exp[1] or "unset")]}
         CACHE.put(key, res)
         return res, False
+    if scope is not None:
+        # the symbols whose value the tip's config changed against the
+        # base's config of the same matrix entry (in_scope)
+        scope = dict(scope, symbols=changed_symbols(
+            base_matrix_config(base, cfgname), config))
+        progress("  warnings counted in objects that read one of the %d files "
+                 "the series touches or a changed symbol: %s" % (
+                     len(scope["files"]),
+                     " ".join("CONFIG_" + s for s in scope["symbols"]) or "none"))
     t = time.time()
     progress("  make W=1 vmlinux (%s) ..." % cfgname)
     rc, out = make(["vmlinux"], log=os.path.join(G, "last-build.log"))
@@ -502,7 +627,8 @@ def build_state(base, state, cfgname, frag, label):
         res = {"ok": False, "detail": first_errors(out), "warnings": []}
         # a failed build is not cached: its cause may be outside the inputs
         return res, False
-    res = {"ok": True, "detail": [], "warnings": sorted(state_warnings(out)),
+    res = {"ok": True, "detail": [], "warnings": sorted(state_warnings(out, scope)),
+           "scope": scope,
            "config": {s: config_value(config, s) for s in (
                "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL", "CONFIG_SECURITY_PATH",
                "CONFIG_SECURITY_YAMA_PTRACE_SCOPE", "CONFIG_SECURITY_YAMA_SYMLINKS",
@@ -629,7 +755,7 @@ def main():
     print("  series: %s (%d patches)" % (SERIES_DIR, len(names)), flush=True)
     states, bad, bad_err = apply_series(base_commit, names)
     base, tip = states[0], states[-1]
-    frag = fragment(tip)
+    frag = fragment(tip, base)
     MAIN_FRAG[0] = frag
     base_config(base, frag)
     cells = {}          # row -> gate -> {"status", "detail"}
@@ -640,15 +766,15 @@ def main():
             "status": status or ("pass" if ok else "FAIL"),
             "detail": detail or [], "cached": cached}
 
-    # The base: warnings of every matrix config there (once, cached).
+    # The base: its warnings in the main config (once, cached). The base is
+    # not built in the matrix configs: see the tip's matrix below.
     base_warn = {}
-    for cfgname, extra in MATRIX.items():
-        progress("base: build (%s)" % cfgname)
-        res, cached = build_state(base, base, cfgname, frag + extra, cfgname)
-        if not res["ok"]:
-            sys.exit("error: the base does not build in config %s:\n  %s" % (
-                cfgname, "\n  ".join(res["detail"])))
-        base_warn[cfgname] = set(res["warnings"])
+    progress("base: build (main)")
+    res, cached = build_state(base, base, "main", frag, "main")
+    if not res["ok"]:
+        sys.exit("error: the base does not build in config main:\n  %s" %
+                 "\n  ".join(res["detail"]))
+    base_warn["main"] = set(res["warnings"])
 
     # The sparse baseline: the base's security/ (where the series lives).
     sec_files = sorted({f for f in gitout("ls-tree", "-r", "--name-only",
@@ -713,12 +839,28 @@ def main():
     trow = "tip"
     if len(states) > 1 and not bad:
         rows.append(trow)
+        # A warning of the tip in a matrix config is new when the base in
+        # that same config did not have it. Only an object that depends on
+        # a file the series touches, or on a config symbol whose value
+        # differs between the base's and the tip's .config of that matrix
+        # entry (Kconfig alone makes the base's: seconds), can compile
+        # differently at the tip than at the base in that config (kbuild's
+        # .cmd dependency lists name every header and include/config/SYM
+        # an object reads; the flags are the same). So the
+        # matrix builds record only the warnings of those objects
+        # (in_scope) and compare them with the base's main-config warnings
+        # instead of building the base in every matrix config (two more
+        # full builds on a cold run). Stricter, never weaker: a warning of
+        # such an object that the base had only in the matrix config
+        # would show up red, and could then be allowed by name.
+        scope = {"files": changed_files(base, tip)}
         for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
                                ("kunit-test=n", "kunit-test=n")):
             progress("tip: build %s" % label)
-            res, c = build_state(base, tip, cfgname, frag + MATRIX[cfgname], label)
+            res, c = build_state(base, tip, cfgname, frag + MATRIX[cfgname], label,
+                                 scope)
             if res["ok"]:
-                new = sorted(set(res["warnings"]) - base_warn[cfgname])
+                new = sorted(set(res["warnings"]) - base_warn["main"])
                 cell(trow, label, not new, ["new: " + w for w in new[:10]], c)
             else:
                 cell(trow, label, False, res["detail"], c)

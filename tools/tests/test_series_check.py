@@ -98,3 +98,42 @@ def test_rst_gate_tolerates_sphinx_but_not_broken_rst(monkeypatch):
     assert sc.rst_check(None, ["ok.rst"])["ok"]
     res = sc.rst_check(None, ["bad.rst"])
     assert not res["ok"] and res["detail"], res
+
+
+def test_base_fragment_has_what_yama_selects():
+    # patch 4 makes Yama select SECURITY_PATH: in the base config from the
+    # start, no patch changes what security.h (nearly every object) sees
+    assert "CONFIG_SECURITY_PATH=y" in sc.BASE_FRAGMENT.splitlines()
+
+
+def test_changed_symbols_treats_unset_and_undefined_alike():
+    a = "CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=1\n"
+    b = "CONFIG_A=y\n# CONFIG_B is not set\n# CONFIG_NEW is not set\nCONFIG_C=2\nCONFIG_D=y\n"
+    assert sc.changed_symbols(a, b) == ["C", "D"]
+
+
+def test_in_scope_follows_kbuild_dependency_lists(tmp_path, monkeypatch):
+    monkeypatch.setattr(sc, "ODIR", str(tmp_path))
+    d = tmp_path / "kernel"
+    d.mkdir()
+    (d / ".a.o.cmd").write_text(
+        "deps_kernel/a.o := \\\n  %s/include/linux/security.h \\\n"
+        "    $(wildcard include/config/SECURITY_PATH) \\\n" % sc.SRC)
+    (d / ".b.o.cmd").write_text(
+        "deps_kernel/b.o := \\\n  %s/include/linux/sched.h \\\n"
+        "    $(wildcard include/config/SECURITY_PATH_X) \\\n" % sc.SRC)
+    by_file = {"files": ["include/linux/security.h"], "symbols": []}
+    by_sym = {"files": [], "symbols": ["SECURITY_PATH"]}
+    own = {"files": ["kernel/b.c"], "symbols": []}
+    none = {"files": ["security/yama/yama.h"], "symbols": ["SECURITY_YAMA_X"]}
+    a, b = str(d / "a.o"), str(d / "b.o")
+    assert sc.in_scope(a, by_file) and not sc.in_scope(b, by_file)
+    assert sc.in_scope(a, by_sym) and not sc.in_scope(b, by_sym)
+    assert sc.in_scope(b, own) and not sc.in_scope(a, own)
+    assert not sc.in_scope(a, none) and not sc.in_scope(b, none)
+    # no dependency list: counted
+    assert sc.in_scope(str(d / "c.o"), none)
+    objs = {a, b}
+    assert not sc.line_in_scope("kernel/b.o: warning: objtool: f()", none, objs)
+    assert sc.line_in_scope("kernel/b.o: warning: objtool: f()", own, objs)
+    assert sc.line_in_scope("ld: warning: something", none, objs)
