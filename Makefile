@@ -2,7 +2,7 @@
 # of the same name in tools/; the scripts hold the work, this file only the
 # order of the stages. `make help` lists the targets.
 
-BASE ?= linux-source-6.1
+BASE ?= linux-source-6.12
 SENDER ?= Yama Developers <yama-dev@example.org>
 export BASE SENDER
 

@@ -4,7 +4,7 @@
 WS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$WS/build}
 OUT=${OUT:-$WS/out}
-BASE=${BASE:-linux-source-6.1}
+BASE=${BASE:-linux-source-6.12}
 TREE=${TREE:-$BUILD/linux}
 RESULTS=${RESULTS:-$BUILD/results}
 # Debian's interpreter, which has the python3-* packages (not a pyenv one).
@@ -16,7 +16,7 @@ if [ ! -f "$base_conf" ]; then
 	echo "error: unknown base '$BASE' (no $base_conf)" >&2
 	exit 2
 fi
-# shellcheck source=bases/linux-source-6.1.conf
+# shellcheck source=bases/linux-source-6.12.conf
 . "$base_conf"
 
 # ccache keys on absolute paths unless told a base: with it, a fresh clone

@@ -13,7 +13,7 @@ import pathlib
 import pytest
 
 WS = pathlib.Path(__file__).resolve().parents[2]
-BASE = os.environ.get("BASE", "linux-source-6.1")
+BASE = os.environ.get("BASE", "linux-source-6.12")
 
 
 def run(cmd, env_extra, check=True):
