@@ -3,7 +3,8 @@
 # order of the stages. `make help` lists the targets.
 
 BASE ?= linux-source-6.12
-SENDER ?= Yama Developers <yama-dev@example.org>
+# SENDER="Name <address>" overrides git config user.name/user.email
+# (tools/identity decides; unset here on purpose).
 export BASE SENDER
 
 TOOLS := tools

@@ -30,12 +30,13 @@ export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 WS_COMMITTER_NAME=${WS_COMMITTER_NAME:-Yama Workspace}
 WS_COMMITTER_EMAIL=${WS_COMMITTER_EMAIL:-yama-workspace@localhost}
 
-# The sender and author of the series (From:, Signed-off-by:), one setting:
-# make SENDER="Name <address>", default the project identity.
-SENDER=${SENDER:-Yama Developers <yama-dev@example.org>}
-SENDER_NAME=${SENDER% <*}
-SENDER_EMAIL=${SENDER##*<}
-SENDER_EMAIL=${SENDER_EMAIL%>}
+# The sender and author of the series (From:, Signed-off-by:): decided in one
+# place, tools/identity (SENDER="Name <address>", else git config
+# user.name/user.email, else a placeholder that make posting warns about).
+# Sets SENDER, SENDER_NAME, SENDER_EMAIL and SENDER_SOURCE.
+_identity=$("$WS/tools/identity" --shell) || exit 2
+eval "$_identity"
+unset _identity
 
 die() {
 	echo "error: $*" >&2
