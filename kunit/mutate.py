@@ -15,6 +15,10 @@ import os
 import subprocess
 import sys
 
+# The workspace's config of Yama's suites (absolute: kunit.py runs in TREE).
+KUNITCONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "yama.kunitconfig")
+
 # (name, old, new): an exact, unique text replacement in rules.c.
 MUTATIONS = [
     ("ptrace: read access restricted too",
@@ -171,9 +175,10 @@ def main():
                 os.unlink(js)
             proc = subprocess.run(
                 [sys.executable, "tools/testing/kunit/kunit.py", "run",
-                 "--arch=x86_64", "--kunitconfig=security/yama",
+                 "--arch=x86_64", "--kunitconfig=" + KUNITCONFIG,
                  "--build_dir=" + build, "--make_options", "CC=ccache gcc",
-                 "--jobs", "2", "--timeout", "300", "--json=" + js],
+                 "--jobs", "2", "--timeout", "300", "--json=" + js,
+                 "yama*"],
                 cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True)
             caught = []

@@ -83,3 +83,9 @@ series_patches() {
 	[ -f "$SERIES_DIR/series" ] || return 0
 	grep -v '^[[:space:]]*\(#\|$\)' "$SERIES_DIR/series"
 }
+
+# tree_has_yama_kunit TREE: true when TREE's Yama has its KUnit tests (the
+# Kconfig symbol that kunit/yama.kunitconfig turns on).
+tree_has_yama_kunit() {
+	grep -qs '^config SECURITY_YAMA_KUNIT_TEST$' "$1/security/yama/Kconfig"
+}

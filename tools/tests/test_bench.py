@@ -10,7 +10,7 @@ REPORT = os.path.join(WS, "selftests", "bench", "report.py")
 
 
 def channel(tmp_path, prof_off_hits=100, end=True):
-    lines = ["I kernel 6.1.192+", "I N stat=10 hardlink=10 ptrace=10 prof=100 rounds=2",
+    lines = ["I kernel 6.12.118+", "I N stat=10 hardlink=10 ptrace=10 prof=100 rounds=2",
              "I filter try_to_unlazy path_lookupat try_to_unlazy_next"]
     for b in ("symlink", "symlink-dirowner", "midlink", "hardlink"):
         for rnd in (1, 2):

@@ -49,13 +49,17 @@ def fake(tmp_path):
     (tree / "tools/testing/kunit").mkdir(parents=True)
     (tree / "tools/testing/kunit/kunit.py").write_text(FAKE)
     (tree / "security/yama").mkdir(parents=True)
-    (tree / "security/yama/.kunitconfig").write_text("CONFIG_KUNIT=y\n")
+    (tree / "security/yama/Kconfig").write_text(
+        "config SECURITY_YAMA_KUNIT_TEST\n\ttristate\n")
     return tmp_path
 
 
 def run(top, mode, configs="default"):
     env = dict(os.environ, BUILD=str(top), TREE=str(top / "linux"),
-               KUNIT_CONFIGS=configs, FAKE_KUNIT=mode)
+               FAKE_KUNIT=mode)
+    env.pop("KUNIT_CONFIGS", None)
+    if configs is not None:
+        env["KUNIT_CONFIGS"] = configs
     return subprocess.run([str(WS / "tools/kunit")], env=env, text=True,
                           capture_output=True)
 
@@ -72,7 +76,11 @@ def test_pass(fake):
     assert "yama_fake" in proc.stdout
     assert (fake / "kunit/default/ktap.log").read_text().startswith("KTAP")
     args = (fake / "kunit/default/args").read_text().split("\n")
-    assert "--kunitconfig=security/yama" in args
+    # The workspace's config, by absolute path (kunit.py changes to the
+    # tree first), and nothing from the tree; only Yama's suites run.
+    assert [a for a in args if a.startswith("--kunitconfig")] == [
+        "--kunitconfig=%s" % (WS / "kunit/yama.kunitconfig")]
+    assert args[-1] == "yama*"
     assert "--build_dir=%s" % (fake / "kunit/default") in args
     assert "-enable-kvm" not in " ".join(args)
 
@@ -116,6 +124,37 @@ def test_extra_config_added(fake):
     args = (fake / "kunit/debug/args").read_text().split("\n")
     assert "--kunitconfig=%s" % (WS / "kunit/debug.kunitconfig") in args
     assert set(results(fake)) == {"default", "debug"}
+
+
+def test_all_configs_by_default(fake):
+    proc = run(fake, "pass", None)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    extra = sorted(p.stem for p in (WS / "kunit").glob("*.kunitconfig")
+                   if p.name != "yama.kunitconfig")
+    # yama.kunitconfig is the base of every config, never one on its own.
+    assert set(results(fake)) == {"default", *extra}
+    for name in extra:
+        args = (fake / "kunit" / name / "args").read_text().split("\n")
+        assert [a for a in args if a.startswith("--kunitconfig")] == [
+            "--kunitconfig=%s" % (WS / "kunit/yama.kunitconfig"),
+            "--kunitconfig=%s" % (WS / "kunit" / (name + ".kunitconfig"))]
+
+
+def test_base_config_is_yama(fake):
+    text = (WS / "kunit/yama.kunitconfig").read_text()
+    for opt in ("CONFIG_KUNIT=y", "CONFIG_SECURITY_YAMA=y",
+                "CONFIG_SECURITY_YAMA_SYMLINKS=y",
+                "CONFIG_SECURITY_YAMA_HARDLINKS=y",
+                "CONFIG_SECURITY_YAMA_KUNIT_TEST=y", "CONFIG_AUDIT=y"):
+        assert opt in text.split("\n")
+
+
+def test_tree_without_kunit_tests_fails(fake):
+    (fake / "linux/security/yama/Kconfig").write_text("config SECURITY_YAMA\n")
+    proc = run(fake, "pass")
+    assert proc.returncode == 1
+    assert "KUnit tests are not in" in proc.stdout
+    assert not (fake / "kunit/default/args").exists()
 
 
 def test_unknown_config_fails(fake):

@@ -35,7 +35,7 @@ ok 2 selftests: yama: stacking_test
 # yama-selftests: end
 """
 
-CONSOLE = """Linux version 6.1.192
+CONSOLE = """Linux version 6.12.118
 rcu: \tRCU lockdep checking is enabled.
 Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
 Yama: ptrace_scope=1 protected_sticky_symlinks=1 protected_nonaccess_hardlinks=1
