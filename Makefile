@@ -51,7 +51,7 @@ bench: tree
 posting: series-check
 	@$(TOOLS)/posting
 
-## range-diff: git range-diff between the last posted revision and the series
+## range-diff: b4 diff -m of the last posted revision against the posting (or series/)
 range-diff: tree
 	@$(TOOLS)/range-diff
 

@@ -6,13 +6,16 @@ tools/posting (banner and verdict there).
   posting.py --verify   only the proof, on the last $OUT/posting/vN/
   posting.py --record   store $OUT/posting/vN/thread.mbox as the posted
                         revision (cover-letter/posted/vN.mbox); next is vN+1
+  posting.py --range-diff  b4 diff -m of the last posted revision against
+                        the posting (or series/ when there is none yet)
 
 Nothing is ever sent: the b4 tree's sendemail.smtpserver is a local script
 (tools/gates/local-sendmail) that only appends to an mbox under build/, and
 `b4 send -o DIR` does not even call it.
 
-Environment: WS, BUILD, OUT, TREE, RESULTS, SENDER_NAME, SENDER_EMAIL
-(from lib.sh); SERIES_DIR (default $WS/series); B4_CONFIG (default
+Environment: WS, BUILD, OUT, TREE, RESULTS, SENDER_NAME, SENDER_EMAIL,
+SENDER_SOURCE (from lib.sh, which has them from tools/identity; without
+them posting.py asks tools/identity itself); SERIES_DIR (default $WS/series); B4_CONFIG (default
 $WS/.b4-config); COVER_DIR (default $WS/cover-letter); POSTING_OUT (default
 $OUT/posting); POSTING_WORK (default $BUILD/posting).
 """
@@ -24,6 +27,7 @@ import json
 import mailbox
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -43,9 +47,32 @@ POST_OUT = os.environ.get("POSTING_OUT") or os.path.join(OUT, "posting")
 WORK = os.environ.get("POSTING_WORK") or os.path.join(BUILD, "posting")
 PTREE = os.path.join(WORK, "linux")
 VERIFY_TREE = os.path.join(WORK, "verify")
-SENDER_NAME = os.environ.get("SENDER_NAME", "Yama Developers")
-SENDER_EMAIL = os.environ.get("SENDER_EMAIL", "yama-dev@example.org")
 HERE = os.path.dirname(os.path.abspath(__file__))
+IDENTITY = os.path.join(os.path.dirname(HERE), "identity")
+
+
+def identity():
+    """(name, email, source) of the sender, from tools/identity (the one
+    place that decides it: SENDER=, git config, placeholder); the values
+    tools/posting exported through lib.sh when present."""
+    if os.environ.get("SENDER_NAME") and os.environ.get("SENDER_EMAIL"):
+        return (os.environ["SENDER_NAME"], os.environ["SENDER_EMAIL"],
+                os.environ.get("SENDER_SOURCE", "env"))
+    out = subprocess.run([IDENTITY, "--shell"], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout
+    v = dict(shlex.split(l)[0].split("=", 1) for l in out.splitlines() if "=" in l)
+    return v["SENDER_NAME"], v["SENDER_EMAIL"], v["SENDER_SOURCE"]
+
+
+def placeholder():
+    """The placeholder identity, (name, email), from tools/identity."""
+    out = subprocess.run([IDENTITY, "--placeholder"], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout.strip()
+    name, addr = email.utils.parseaddr(out)
+    return name, addr
+
+
+SENDER_NAME, SENDER_EMAIL, SENDER_SOURCE = identity()
 BRANCH = "b4/yama-lsm"
 MAGIC = "--- b4-submit-tracking ---"
 TESTING_MARK = "@@TESTING@@"
@@ -244,14 +271,42 @@ def testing_section(tip_tree):
     return "\n".join(out)
 
 
-def changes_section(rev):
+def rewrap_entries(text, width=72):
+    """Refill each "- " entry of a changelog (continuation lines indented)
+    to WIDTH columns, so that entries stay tidy whatever [[...]] became."""
+    entries, out = [], []
+    for line in text.splitlines():
+        if line.startswith("- "):
+            entries.append([line[2:].strip()])
+        elif line.startswith("  ") and line.strip() and entries:
+            entries[-1].append(line.strip())
+        else:
+            entries.append(None if not line.strip() else line)
+    for e in entries:
+        if e is None:
+            out.append("")
+        elif isinstance(e, str):
+            out.append(e)
+        else:
+            out.append(textwrap.fill(" ".join(e), width=width, initial_indent="- ",
+                                     subsequent_indent="  ", break_long_words=False,
+                                     break_on_hyphens=False))
+    return "\n".join(out)
+
+
+def changes_section(rev, subjects=None):
     """Changes in vN ... v2, newest first, each with the link to the
-    revision before it (from cover-letter/posted/)."""
+    revision before it (from cover-letter/posted/). [[...]] names a patch
+    of the series (resolve_refs), only in the newest changelog: older ones
+    are about the revision they were written for."""
     parts = []
     for r in range(rev, 1, -1):
         path = os.path.join(COVER_DIR, "changes", "v%d.txt" % r)
         if os.path.exists(path):
             body = open(path).read().strip()
+            if r == rev and REF.search(body):
+                body = rewrap_entries(resolve_refs(
+                    body, patch_subjects() if subjects is None else subjects))
         else:
             body = "- EDITME: describe what changed since v%d (%s missing)." % (
                 r - 1, os.path.relpath(path, WS))
@@ -263,7 +318,41 @@ def changes_section(rev):
     return "\n\n".join(parts)
 
 
-def compose_cover(rev, tip_tree):
+REF = re.compile(r"\[\[([^\[\]]+)\]\]")
+
+
+def patch_subjects(names=None):
+    """The subjects of series/'s patches, in order, without "[PATCH]"."""
+    subjects = []
+    for name in names or series_list():
+        with open(os.path.join(SERIES_DIR, name), "rb") as f:
+            msg = email.message_from_binary_file(f, policy=email.policy.default)
+        subj = " ".join(str(msg.get("Subject", "")).split())
+        subjects.append(re.sub(r"^(\[[^\]]*\] *)+", "", subj))
+    return subjects
+
+
+def resolve_refs(text, subjects):
+    """[[part of a subject]] -> "N/M", N the patch of series/ whose subject
+    contains it (case-insensitive; an exact subject wins). So the cover and
+    the changelogs name patches by what they are, and stay right when the
+    series is reordered; a reference that matches no patch, or several,
+    fails the posting."""
+    M = len(subjects)
+
+    def one(m):
+        ref = " ".join(m.group(1).split()).lower()
+        exact = [i for i, s in enumerate(subjects, 1) if s.lower() == ref]
+        hits = exact or [i for i, s in enumerate(subjects, 1) if ref in s.lower()]
+        if len(hits) != 1:
+            raise Fail("the cover letter names the patch [[%s]], which %s of series/:\n%s" % (
+                m.group(1), "matches none" if not hits else "matches several",
+                "\n".join("    %d/%d %s" % (i, M, s) for i, s in enumerate(subjects, 1))))
+        return "%d/%d" % (hits[0], M)
+    return REF.sub(one, text)
+
+
+def compose_cover(rev, tip_tree, subjects=None):
     path = os.path.join(COVER_DIR, "cover.txt")
     if not os.path.exists(path):
         raise Fail("no cover letter: %s" % path)
@@ -275,11 +364,23 @@ def compose_cover(rev, tip_tree):
     if TESTING_MARK not in text:
         raise Fail("cover-letter/cover.txt has no %s placeholder" % TESTING_MARK)
     text = text.replace(TESTING_MARK, testing_section(tip_tree))
-    ch = changes_section(rev)
+    ch = changes_section(rev, subjects)
     if CHANGES_MARK in text:
         text = text.replace(CHANGES_MARK, ch)
     elif ch:
         text = text.rstrip() + "\n\n" + ch + "\n"
+    if REF.search(text):
+        subjects = patch_subjects() if subjects is None else subjects
+        # A paragraph that starts with [[...]] describes that patch: "N/M
+        # what it does", refilled with a hanging indent once N/M is known.
+        paras = []
+        for para in text.split("\n\n"):
+            if para.startswith("[["):
+                para = textwrap.fill(" ".join(resolve_refs(para, subjects).split()), width=72,
+                                     subsequent_indent="    ", break_long_words=False,
+                                     break_on_hyphens=False)
+            paras.append(para)
+        text = resolve_refs("\n\n".join(paras), subjects)
     text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
     if "EDITME" in text:
         line = [l for l in text.splitlines() if "EDITME" in l][0]
@@ -293,6 +394,35 @@ def change_id():
     if os.path.exists(path):
         return open(path).read().strip()
     raise Fail("no %s (b4's change-id of the series)" % path)
+
+
+def sender_text(text):
+    """A patch (git format-patch) as the sender posts it: where the author
+    or a Signed-off-by: is the placeholder identity, the sender's own. Only
+    the commit message part is touched (up to the first "---" line)."""
+    pname, paddr = placeholder()
+    if SENDER_SOURCE == "placeholder" or SENDER_EMAIL.lower() == paddr.lower():
+        return text
+    head, sep, rest = text.partition("\n---\n")
+    me = "%s <%s>" % (SENDER_NAME, SENDER_EMAIL)
+    head = re.sub(r"(?m)^(From|Signed-off-by|Co-developed-by): *%s *<%s> *$" % (
+        re.escape(pname), re.escape(paddr)), lambda m: "%s: %s" % (m.group(1), me), head)
+    return head + sep + rest
+
+
+def as_sender(path, n):
+    """sender_text() of the patch file PATH, as a file under WORK/am/."""
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        text = f.read()
+    new = sender_text(text)
+    if new == text:
+        return path
+    d = os.path.join(WORK, "am")
+    os.makedirs(d, exist_ok=True)
+    out = os.path.join(d, "%04d-%s" % (n, os.path.basename(path)))
+    with open(out, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(new)
+    return out
 
 
 def prepare_tree(names, rev, cover_text):
@@ -338,6 +468,7 @@ def prepare_tree(names, rev, cover_text):
         path = os.path.join(SERIES_DIR, name)
         if not os.path.exists(path):
             raise Fail("series/series names %s, which does not exist" % name)
+        path = as_sender(path, n)
         rc, out = run_rc(["git", "-C", PTREE, "am", "-q", "-s",
                           "--committer-date-is-author-date", path], env=env_id, check=False)
         if rc:
@@ -486,6 +617,9 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
             problems.append("git am of thread.mbox gives tree %s, the series tip has %s" % (
                 got, expect_tree))
         info_tree = got
+        # To/Cc: what get_maintainer.pl names for each patch's files, in the
+        # tree the patches give (its MAINTAINERS, as b4 prep --auto-to-cc).
+        problems += check_recipients(info, VERIFY_TREE)
     # b4 am, offline, from the mbox.
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         out = run([B4, "--offline-mode", "--no-stdin", "am", "-m", mbox_path, "-o", tmp],
@@ -499,12 +633,119 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
                 problems.append("b4 am -m gave %d patches, expected %d" % (n, M))
             if "WARNING" in out and "missing" in out.lower():
                 problems.append("b4 am reports missing patches:\n" + indent(out.strip()))
+    # The identity: every message From: the sender, every patch signed off
+    # by the sender; the placeholder only when it is the sender, and then
+    # recorded as not sendable.
+    me = SENDER_EMAIL.lower()
+    for p, m in info:
+        frm = email.utils.parseaddr(str(m.get("From", "")))[1].lower()
+        if frm != me:
+            problems.append("message %d/%d is From: %s, the sender is %s <%s>" % (
+                p[0], M, frm, SENDER_NAME, SENDER_EMAIL))
+        if p[0] and not re.search(r"(?mi)^Signed-off-by: .*<%s>\s*$" % re.escape(me),
+                                  m.get_payload(decode=True).decode("utf-8", "replace")):
+            problems.append("patch %d/%d has no Signed-off-by: of the sender <%s>" % (
+                p[0], M, SENDER_EMAIL))
+    paddr = placeholder()[1].lower()
+    if me != paddr:
+        for p, m in info:
+            if paddr in m.as_bytes().decode("utf-8", "replace").lower():
+                problems.append("message %d/%d still carries the placeholder <%s>" % (
+                    p[0], M, paddr))
     if not problems:
-        print("  proof: %d messages (cover + %d patches), all with From/To/Subject/"
-              "Message-ID, threaded under %s" % (M + 1, M, cid))
-        print("  proof: git am onto base %s -> tree %s%s" % (
+        say("proof: %d messages (cover + %d patches), all with From/To/Subject/"
+            "Message-ID, threaded under %s" % (M + 1, M, cid))
+        say("proof: git am onto base %s -> tree %s%s" % (
             base[:12], info_tree, " = series tip" if expect_tree else ""))
-        print("  proof: b4 --offline-mode am -m thread.mbox: %d patches" % M)
+        say("proof: b4 --offline-mode am -m thread.mbox: %d patches" % M)
+        say("proof: sender %s <%s> (%s)%s" % (
+            SENDER_NAME, SENDER_EMAIL, SENDER_SOURCE,
+            ": NOT SENDABLE, the placeholder identity" if SENDER_SOURCE == "placeholder"
+            else ", on every From: and Signed-off-by:"))
+    return problems
+
+
+PROOF = []
+
+
+def say(line):
+    """A line of the proof: printed, and kept for PROOF_FILE."""
+    print("  " + line)
+    PROOF.append(line)
+
+
+# get_maintainer.pl as b4 prep --auto-to-cc runs it (To: --nol, Cc: --nom;
+# both together here).
+GET_MAINTAINER_ARGS = ["--nogit", "--nogit-fallback", "--nogit-chief-penguins",
+                       "--norolestats"]
+# Lists that must be on the cover whenever a patch touches these paths,
+# whatever get_maintainer.pl says (a check that does not trust it alone).
+REQUIRED_LISTS = [
+    (re.compile(r"^fs/"), "linux-fsdevel@vger.kernel.org"),
+    (re.compile(r"^(security/|include/linux/(lsm_hook_defs|security)\.h$)"),
+     "linux-security-module@vger.kernel.org"),
+    (re.compile(r"^security/selinux/"), "selinux@vger.kernel.org"),
+]
+
+
+def addresses(m, headers=("To", "Cc")):
+    vals = [str(v) for h in headers for v in (m.get_all(h) or [])]
+    return {a.lower() for n, a in email.utils.getaddresses(vals) if a}
+
+
+def touched_files(text):
+    return sorted(set(re.findall(r"(?m)^diff --git a/(\S+) b/", text)))
+
+
+def get_maintainer(tree, patch_text):
+    """The addresses get_maintainer.pl (in TREE) names for a patch."""
+    with tempfile.NamedTemporaryFile("w", suffix=".patch", dir=WORK, delete=False) as f:
+        f.write(patch_text)
+    try:
+        out = run(["perl", "scripts/get_maintainer.pl"] + GET_MAINTAINER_ARGS + [f.name],
+                  cwd=tree, what="get_maintainer.pl")
+    finally:
+        os.unlink(f.name)
+    return {a.lower() for n, a in email.utils.getaddresses(out.splitlines()) if "@" in a}
+
+
+def check_recipients(info, tree):
+    """Every address get_maintainer.pl names for a patch is in that
+    patch's To/Cc and in the cover's; the REQUIRED_LISTS are there."""
+    problems = []
+    if not os.path.exists(os.path.join(tree, "scripts", "get_maintainer.pl")):
+        return ["%s has no scripts/get_maintainer.pl: cannot check To/Cc" % tree]
+    M = len(info) - 1
+    cover = [m for p, m in info if p[0] == 0][0]
+    to_cover = addresses(cover)
+    union, lists, files_all = set(), set(), []
+    for p, m in info:
+        if p[0] == 0:
+            continue
+        text = m.get_payload(decode=True).decode("utf-8", "replace")
+        files = touched_files(text)
+        files_all += files
+        want = get_maintainer(tree, text)
+        union |= want
+        miss = sorted(want - addresses(m))
+        if miss:
+            problems.append("patch %d/%d: get_maintainer.pl names %s for %s, missing "
+                            "from its To/Cc" % (p[0], M, ", ".join(miss), ", ".join(files)))
+        for rx, lst in REQUIRED_LISTS:
+            if any(rx.search(f) for f in files):
+                lists.add(lst)
+    miss = sorted((union | lists) - to_cover)
+    if miss:
+        problems.append("the cover's To/Cc lacks %s (get_maintainer.pl for the files "
+                        "of the series)" % ", ".join(miss))
+    if not problems:
+        say("proof: To/Cc = get_maintainer.pl for the %d files the series touches: "
+            "%d addresses, all on the cover and on each patch that needs them" % (
+                len(set(files_all)), len(union)))
+        for lst in sorted(lists):
+            say("proof: %s on the cover (the series touches %s)" % (lst, ", ".join(
+                sorted({f for f in files_all for rx, l in REQUIRED_LISTS
+                        if l == lst and rx.search(f)}))))
     return problems
 
 
@@ -523,6 +764,121 @@ def series_tree(base, names):
     finally:
         if os.path.exists(idx):
             os.unlink(idx)
+
+
+# ------------------------------------------------------------- range-diff
+# `git range-diff` needs both revisions' preimages in one repository, and v1
+# was posted on another base (linux-source-6.1) than v2 (6.12). So the
+# range-diff is taken at the mbox level with `b4 diff -m OLD.mbox NEW.mbox`:
+# b4 rebuilds each revision on the blobs its patches' "index" lines name
+# ("fake am"). The blobs of a posted revision's base that its patches
+# modify are kept with it (cover-letter/posted/vN.preimage.tar.xz, written by
+# --record), those of the current base come from the tree: no old base needs
+# to be installed. The scratch repository is WORK/range-diff.git.
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def preimage_files(mbox_path):
+    """The paths a posted thread modifies (not creates) on its base."""
+    paths = []
+    for m in mailbox.mbox(mbox_path):
+        cur = None
+        for line in (m.get_payload(decode=True) or b"").decode("utf-8", "replace").splitlines():
+            d = re.match(r"^diff --git a/(\S+) b/", line)
+            if d:
+                cur = d.group(1)
+                continue
+            x = re.match(r"^index ([0-9a-f]+)\.\.", line)
+            if x and cur:
+                if set(x.group(1)) != {"0"} and cur not in paths:
+                    paths.append(cur)
+                cur = None
+    return paths
+
+
+def save_preimage(rev, mbox_path, base):
+    """cover-letter/posted/vREV.preimage.tar.xz: the base's versions of the
+    files the posted thread modifies (for a later mbox-level range-diff)."""
+    dst = os.path.join(COVER_DIR, "posted", "v%d.preimage.tar.xz" % rev)
+    files = [f for f in preimage_files(mbox_path)
+             if not run(["git", "-C", TREE, "cat-file", "-e", "%s:%s" % (base, f)], check=False)]
+    tar = subprocess.run(["git", "-C", TREE, "archive", "--format=tar", base, "--"] + files,
+                         stdout=subprocess.PIPE, check=True).stdout
+    xz = subprocess.run(["xz", "-9", "-c"], input=tar, stdout=subprocess.PIPE, check=True).stdout
+    with open(dst, "wb") as f:
+        f.write(xz)
+    return dst
+
+
+def range_diff_repo(old_rev):
+    repo = os.path.join(WORK, "range-diff.git")
+    g = ["git", "--git-dir", repo]
+    if not os.path.isdir(repo):
+        run(["git", "init", "-q", "--bare", repo])
+        for k, v in (("user.name", "range-diff"), ("user.email", "range-diff@localhost"),
+                     ("gc.auto", "0")):
+            run(g + ["config", k, v])
+    # The current base's blobs: the tree's objects (read-only, by reference).
+    objs = run(["git", "-C", TREE, "rev-parse", "--path-format=absolute",
+                "--git-common-dir"]).strip() + "/objects"
+    with open(os.path.join(repo, "objects", "info", "alternates"), "w") as f:
+        f.write(objs + "\n")
+    # The posted revision's base: its preimage blobs.
+    pre = os.path.join(COVER_DIR, "posted", "v%d.preimage.tar.xz" % old_rev)
+    if os.path.exists(pre):
+        with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+            run(["tar", "-xJf", pre, "-C", tmp])
+            paths = [os.path.join(dp, fn) for dp, dn, fns in os.walk(tmp) for fn in fns]
+            run(g + ["hash-object", "-w", "--no-filters", "--stdin-paths"],
+                inp="\n".join(paths) + "\n")
+    if run(g + ["rev-parse", "-q", "--verify", "HEAD^{commit}"], check=False).strip() == "":
+        c = run(g + ["commit-tree", EMPTY_TREE, "-m", "range-diff: empty root"],
+                env={"GIT_AUTHOR_DATE": "2010-06-21T00:00:00Z",
+                     "GIT_COMMITTER_DATE": "2010-06-21T00:00:00Z"}).strip()
+        run(g + ["update-ref", "refs/heads/main", c])
+        run(g + ["symbolic-ref", "HEAD", "refs/heads/main"])
+    return repo
+
+
+def series_mbox(rev, names, path):
+    """series/ as a numbered thread ([PATCH vREV n/M], no cover), for a
+    range-diff before the posting exists."""
+    M = len(names)
+    with open(path, "w", encoding="utf-8", errors="surrogateescape") as out:
+        for n, name in enumerate(names, 1):
+            with open(os.path.join(SERIES_DIR, name), encoding="utf-8",
+                      errors="surrogateescape") as f:
+                text = f.read()
+            pre = "[PATCH v%d %d/%d]" % (rev, n, M) if rev > 1 else "[PATCH %d/%d]" % (n, M)
+            text = re.sub(r"(?m)^Subject: (\[[^\]]*\] *)?", "Subject: %s " % pre, text, count=1)
+            if not text.startswith("From "):
+                out.write("From mboxrd@z Thu Jan  1 00:00:00 1970\n")
+            out.write(text.rstrip("\n") + "\n\n")
+    return path
+
+
+def range_diff(old_rev, new_mbox, out_file):
+    """b4 diff -m of the posted vOLD_REV against NEW_MBOX into OUT_FILE;
+    returns a list of problems (empty when it worked)."""
+    old_mbox = os.path.join(COVER_DIR, "posted", "v%d.mbox" % old_rev)
+    if not os.path.exists(old_mbox):
+        return ["no %s: nothing to range-diff against" % old_mbox]
+    repo = range_diff_repo(old_rev)
+    if os.path.exists(out_file):
+        os.unlink(out_file)
+    rc, out = run_rc([B4, "--offline-mode", "--no-stdin", "diff", "-g", repo, "-m",
+                      old_mbox, new_mbox, "-o", out_file], cwd=WORK, check=False)
+    if rc or not os.path.exists(out_file) or not os.path.getsize(out_file):
+        return ["b4 diff -m v%d.mbox %s failed (exit %d):\n%s" % (
+            old_rev, os.path.basename(new_mbox), rc, indent(out.strip()[-2000:]))]
+    with open(out_file) as f:
+        body = f.read()
+    pairs = len(re.findall(r"(?m)^\s*(?:\d+|-):\s+[0-9a-f-]+ [=!<>] ", body))
+    say("proof: range-diff against v%d (b4 diff -m, mbox level): %s, %d lines "
+        "(%d patch pairs)" % (old_rev, os.path.relpath(out_file, OUT)
+                              if out_file.startswith(OUT) else out_file,
+                              body.count("\n"), pairs))
+    return []
 
 
 # ------------------------------------------------------------- main
@@ -549,8 +905,42 @@ def main():
             # make check on a clean clone, or after the series moved on
             print("  %s is missing or older than series/: making the posting first" % outdir)
             mode = "post"
+        elif read(os.path.join(outdir, "sender")) != sender_stamp():
+            print("  %s was made for another sender than %s <%s>: making the posting again"
+                  % (outdir, SENDER_NAME, SENDER_EMAIL))
+            mode = "post"
         else:
             problems = verify(outdir, tree, len(names), base)
+            rd = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
+            if rev > 1:
+                if os.path.exists(rd) and os.path.getsize(rd):
+                    say("proof: range-diff against v%d: %s" % (rev - 1, os.path.relpath(rd, OUT)
+                                                               if rd.startswith(OUT) else rd))
+                else:
+                    problems += range_diff(rev - 1, os.path.join(outdir, "thread.mbox"), rd)
+            write_proof(outdir, rev, problems)
+    if mode == "--range-diff":
+        # The last posted revision against the posting of series/ when it is
+        # current, else against series/ itself (numbered as revision N).
+        if rev < 2:
+            print("  no posted revision yet (cover-letter/posted/ is empty): nothing to compare")
+            return 0
+        names = series_list()
+        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
+        if not os.path.isdir(os.path.join(PTREE, ".git")):
+            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+        tree = series_tree(base, names)
+        if read(os.path.join(outdir, "series.tree")) == tree:
+            new_mbox = os.path.join(outdir, "thread.mbox")
+            out_file = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
+        else:
+            new_mbox = series_mbox(rev, names, os.path.join(WORK, "range-diff-series.mbox"))
+            out_file = os.path.join(WORK, "range-diff-v%d-series.txt" % (rev - 1))
+        problems = range_diff(rev - 1, new_mbox, out_file)
+        if not problems:
+            print(open(out_file).read(), end="")
+            print("  range-diff v%d..v%d (%s): %s" % (rev - 1, rev, os.path.relpath(
+                new_mbox, WS) if new_mbox.startswith(WS) else new_mbox, out_file))
     if mode == "--record":
         if not os.path.exists(os.path.join(outdir, "thread.mbox")):
             raise Fail("no %s/thread.mbox: run make posting first" % outdir)
@@ -566,6 +956,7 @@ def main():
         shutil.copyfile(os.path.join(outdir, "thread.mbox"), dst)
         with open(os.path.join(d, "v%d.tree" % rev), "w") as f:
             f.write(tree + "\n")
+        pre = save_preimage(rev, dst, base)
         ch = os.path.join(COVER_DIR, "changes", "v%d.txt" % (rev + 1))
         made = []
         if not os.path.exists(ch):
@@ -573,7 +964,7 @@ def main():
             with open(ch, "w") as f:
                 f.write("- No change since v%d yet.\n" % rev)
             made.append(ch)
-        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree"] + made]
+        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree", pre] + made]
         print("  recorded v%d as posted (cover Message-ID <%s>); the next posting is v%d" % (
             rev, cover_msgid(dst), rev + 1))
         print("  commit it:  git add %s && git commit -m 'cover-letter: record v%d as posted'"
@@ -609,9 +1000,15 @@ def main():
         emls = write_posting(rev, outdir)
         progress("wrote %d messages and thread.mbox" % len(emls))
         problems = verify(outdir, tree, len(names), base)
+        if rev > 1:
+            problems += range_diff(rev - 1, os.path.join(outdir, "thread.mbox"),
+                                   os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1)))
+        write_proof(outdir, rev, problems)
         if not problems:
             with open(os.path.join(outdir, "series.tree"), "w") as f:
                 f.write(tree + "\n")
+            with open(os.path.join(outdir, "sender"), "w") as f:
+                f.write(sender_stamp() + "\n")
         tip = run(["git", "-C", TREE, "rev-parse", "-q", "--verify", "refs/heads/yama^{tree}"],
                   check=False).strip()
         if tip and tip != tree:
@@ -624,8 +1021,44 @@ def main():
         return 1
     if mode == "post":
         print("  posting: %s/ (%d .eml + thread.mbox), revision v%d" % (outdir, len(emls), rev))
-        print("  to send it (nothing was sent):\n    " + send_command(rev, outdir))
+        if SENDER_SOURCE == "placeholder":
+            print("  NOT SENDABLE as it stands: From: and Signed-off-by: are the placeholder "
+                  "%s <%s> (see the WARNING)" % (SENDER_NAME, SENDER_EMAIL))
+        else:
+            print("  to send it (nothing was sent):\n    " + send_command(rev, outdir))
     return 0
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def sender_stamp():
+    return "%s <%s> %s" % (SENDER_NAME, SENDER_EMAIL, SENDER_SOURCE)
+
+
+def write_proof(outdir, rev, problems):
+    """OUTDIR/proof.txt: what the proof established, or what failed."""
+    if not os.path.isdir(outdir):
+        return
+    with open(os.path.join(outdir, "proof.txt"), "w") as f:
+        f.write("proof of the posting v%d (%s)\n" % (
+            rev, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+        f.write("sender: %s <%s> (from %s)\n" % (SENDER_NAME, SENDER_EMAIL, {
+            "env": "SENDER", "git": "git config user.name/user.email",
+            "placeholder": "nothing: the placeholder"}.get(SENDER_SOURCE, SENDER_SOURCE)))
+        if SENDER_SOURCE == "placeholder":
+            f.write("NOT SENDABLE as it stands: the placeholder identity is on every "
+                    "From: and Signed-off-by:\n")
+        for line in PROOF:
+            f.write(line + "\n")
+        for p in problems:
+            f.write("FAIL: " + p.replace("\n", "\n      ") + "\n")
+        f.write("verdict: %s\n" % ("FAIL" if problems else "pass"))
 
 
 if __name__ == "__main__":
