@@ -1013,6 +1013,16 @@ def main():
         with open(os.path.join(d, "v%d.tree" % rev), "w") as f:
             f.write(tree + "\n")
         pre = save_preimage(rev, dst, base)
+        # vN's changelog now speaks of a posted revision: its [[...]] become
+        # the numbers they had in it (later revisions may renumber).
+        cur = os.path.join(COVER_DIR, "changes", "v%d.txt" % rev)
+        frozen = []
+        if os.path.exists(cur) and REF.search(open(cur).read()):
+            with open(cur) as f:
+                body = rewrap_entries(resolve_refs(f.read().strip(), patch_subjects(names)))
+            with open(cur, "w") as f:
+                f.write(body + "\n")
+            frozen.append(cur)
         ch = os.path.join(COVER_DIR, "changes", "v%d.txt" % (rev + 1))
         made = []
         if not os.path.exists(ch):
@@ -1020,7 +1030,7 @@ def main():
             with open(ch, "w") as f:
                 f.write("- No change since v%d yet.\n" % rev)
             made.append(ch)
-        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree", pre] + made]
+        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree", pre] + frozen + made]
         print("  recorded v%d as posted (cover Message-ID <%s>); the next posting is v%d" % (
             rev, cover_msgid(dst), rev + 1))
         print("  commit it:  git add %s && git commit -m 'cover-letter: record v%d as posted'"

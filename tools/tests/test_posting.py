@@ -1,8 +1,9 @@
 """Tests of tools/posting (tools/gates/posting.py).
 
 Fast tests use temporary files only. The end-to-end tests run b4 in the
-posting tree on a scratch series and need build/linux; they run with
-RUN_POSTING_TESTS=1 (about 10 s each):
+posting tree on a scratch series and need build/linux (or BUILD=DIR with
+DIR/linux; SCRATCH_REPO=that tree); they run with RUN_POSTING_TESTS=1
+(about a minute each):
     RUN_POSTING_TESTS=1 python3 -m pytest -q tools/tests/test_posting.py
 """
 import os
@@ -122,10 +123,22 @@ def mkscratch(tmp_path, variant="good"):
     return out
 
 
+def scratch_cover(tmp_path):
+    """cover-letter/ with v1 posted, and a cover and v2 changelog that name
+    the two patches of the scratch series."""
+    cov = tmp_path / "cover"
+    shutil.copytree(os.path.join(WS, "cover-letter"), cov)
+    (cov / "cover.txt").write_text(
+        "security: Yama LSM: scratch\n\nA scratch series.\n\n"
+        "[[name the ptrace scopes]] names the scopes.\n\n@@TESTING@@\n\n@@CHANGES@@\n")
+    (cov / "changes" / "v2.txt").write_text(
+        "- Scope names (point 1): patch [[name the ptrace scopes]].\n")
+    return cov
+
+
 def run_posting(tmp_path, series, cover_dir=None, extra=None):
     env = dict(os.environ, SERIES_DIR=str(series), POSTING_OUT=str(tmp_path / "out"))
-    if cover_dir:
-        env["COVER_DIR"] = str(cover_dir)
+    env["COVER_DIR"] = str(cover_dir or scratch_cover(tmp_path))
     env.update(extra or {})
     p = subprocess.run([os.path.join(WS, "tools/posting")], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True)
@@ -134,11 +147,49 @@ def run_posting(tmp_path, series, cover_dir=None, extra=None):
 
 @E2E
 def test_posting_of_a_scratch_series_passes_its_proof(tmp_path):
-    rc, out = run_posting(tmp_path, mkscratch(tmp_path))
+    rc, out = run_posting(tmp_path, mkscratch(tmp_path),
+                          extra={"SENDER": "Jane Doe <jane@kernel.example>"})
     assert rc == 0, out
     assert "git am onto base" in out and "b4 --offline-mode am" in out
-    emls = sorted(os.listdir(tmp_path / "out" / "v1"))
+    assert "get_maintainer.pl" in out and "WARNING" not in out
+    v2 = tmp_path / "out" / "v2"
+    emls = sorted(os.listdir(v2))
     assert emls[0].startswith("0000-") and "thread.mbox" in emls
+    # the sender on every message; the changelog names the patch by number
+    import mailbox
+    msgs = list(mailbox.mbox(str(v2 / "thread.mbox")))
+    assert all("jane@kernel.example" in m["From"] for m in msgs)
+    assert all("yama-dev@example.org" not in m.as_string() for m in msgs)
+    assert "patch 1/2." in msgs[0].get_payload()
+    proof = (v2 / "proof.txt").read_text()
+    assert "sender: Jane Doe <jane@kernel.example> (from SENDER)" in proof
+    assert "verdict: pass" in proof and "NOT SENDABLE" not in proof
+    # the range-diff against v1, at the mbox level
+    rd = (v2 / "range-diff-v1.txt").read_text()
+    assert "b4 diff -m v1.mbox" in rd and "yama: move the ptrace attach decision" in rd
+
+
+@E2E
+def test_posting_with_the_placeholder_warns_and_records_it(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    rc, out = run_posting(tmp_path, mkscratch(tmp_path), extra={
+        "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "IDENTITY_REPO": str(tmp_path),
+        "SENDER": ""})
+    assert rc == 0, out
+    assert out.count("WARNING: the posting is NOT sendable") == 2, out
+    assert "NOT SENDABLE as it stands: From: and Signed-off-by: are the placeholder" in out
+    assert "placeholder sender: NOT SENDABLE" in out  # the stage's verdict line
+    proof = (tmp_path / "out" / "v2" / "proof.txt").read_text()
+    assert "NOT SENDABLE as it stands" in proof
+
+
+@E2E
+def test_posting_with_a_ref_to_no_patch_fails(tmp_path):
+    cov = scratch_cover(tmp_path)
+    (cov / "changes" / "v2.txt").write_text("- Something (point 1): patch [[no such patch]].\n")
+    rc, out = run_posting(tmp_path, mkscratch(tmp_path), cover_dir=cov)
+    assert rc != 0 and "[[no such patch]]" in out and "matches none" in out, out
 
 
 @E2E
