@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 WS = os.environ["WS"]
@@ -107,9 +108,24 @@ def run(cmd, cwd=None, env=None, check=False, inp=None):
     e["LC_ALL"] = "C"
     if env:
         e.update(env)
-    p = subprocess.run(cmd, cwd=cwd, env=e, input=inp, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True,
-                       errors="replace")
+    # A progress line every 30 s while a long command (a build) runs.
+    done = threading.Event()
+    t0 = time.time()
+
+    def heartbeat():
+        while not done.wait(30):
+            progress("  ... %s still running (%ds)" % (
+                " ".join(a for a in cmd if not a.startswith("O="))[:60],
+                time.time() - t0))
+    beat = threading.Thread(target=heartbeat, daemon=True)
+    beat.start()
+    try:
+        p = subprocess.run(cmd, cwd=cwd, env=e, input=inp,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, errors="replace")
+    finally:
+        done.set()
+        beat.join()
     if check and p.returncode:
         sys.exit("error: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode,
                                                  p.stdout[-3000:]))
