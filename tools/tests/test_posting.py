@@ -194,8 +194,7 @@ def test_posting_with_a_ref_to_no_patch_fails(tmp_path):
 
 @E2E
 def test_posting_with_editme_cover_fails(tmp_path):
-    cov = tmp_path / "cover"
-    shutil.copytree(os.path.join(WS, "cover-letter"), cov)
+    cov = scratch_cover(tmp_path)
     (cov / "cover.txt").write_text((cov / "cover.txt").read_text() + "\nEDITME: more\n")
     rc, out = run_posting(tmp_path, mkscratch(tmp_path), cover_dir=cov)
     assert rc != 0 and "EDITME" in out, out
