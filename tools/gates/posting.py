@@ -23,6 +23,7 @@ $OUT/posting); POSTING_WORK (default $BUILD/posting).
 import email
 import email.policy
 import email.utils
+import hashlib
 import json
 import mailbox
 import os
@@ -861,9 +862,14 @@ def series_mbox(rev, names, path):
         for n, name in enumerate(names, 1):
             with open(os.path.join(SERIES_DIR, name), encoding="utf-8",
                       errors="surrogateescape") as f:
-                text = f.read()
+                text = sender_text(f.read())
             pre = "[PATCH v%d %d/%d]" % (rev, n, M) if rev > 1 else "[PATCH %d/%d]" % (n, M)
-            text = re.sub(r"(?m)^Subject: (\[[^\]]*\] *)?", "Subject: %s " % pre, text, count=1)
+            # b4 needs a Message-ID; b4 caches its fake-am range by the
+            # first one, so it changes with the content.
+            mid = "<series-v%d-%d-%s@range-diff.localhost>" % (
+                rev, n, hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()[:16])
+            text = re.sub(r"(?m)^Subject: (\[[^\]]*\] *)?", "Message-ID: %s\nSubject: %s " % (
+                mid, pre), text, count=1)
             if not text.startswith("From "):
                 out.write("From mboxrd@z Thu Jan  1 00:00:00 1970\n")
             out.write(text.rstrip("\n") + "\n\n")
@@ -898,17 +904,23 @@ def range_diff(old_rev, new_mbox, out_file):
         new = run(g + ["log", "--reverse", "--format=%H %s", "%s..%s" % m.group(3, 4)])
         old = [l.split(" ", 1) for l in old.splitlines()]
         new = [l.split(" ", 1) for l in new.splitlines()]
+        # only what b4 left unpaired ("N: abc < -: ---", "-: --- > N: def")
+        lone_o = {int(x) for x in re.findall(r"(?m)^\s*(\d+):\s+\S+ < ", body)}
+        lone_n = {int(x) for x in re.findall(r"(?m)^\s*-:\s+-+ > \s*(\d+):", body)}
         for (i, (oc, osub)), (j, (nc, nsub)) in subject_pairs(old, new):
+            if i not in lone_o or j not in lone_n:
+                continue
             extra += "\n### v%d %d/%d -> v%d %d/%d: %s\n" % (
                 old_rev, i, len(old), old_rev + 1, j, len(new), nsub)
             extra += run(g + ["range-diff", "--no-color", "--creation-factor=999",
                               "%s^..%s" % (oc, oc), "%s^..%s" % (nc, nc)])
-    head = ("Range-diff v%d -> v%d, by `b4 diff -m v%d.mbox %s` (mbox level: the revisions "
-            "are on\ndifferent bases; b4 rebuilds each on the blobs its patches name).\n\n" % (
+    head = ("Range-diff v%d -> v%d, by `b4 diff -m v%d.mbox %s`\n(mbox level: b4 rebuilds "
+            "each revision on the blobs its patches name, so the\ntwo may be on different "
+            "bases).\n\n" % (
                 old_rev, old_rev + 1, old_rev, os.path.basename(new_mbox)))
     if extra:
-        extra = ("\n\nThe same, pairing each v%d patch with the v%d patch of the closest "
-                 "subject\n(git range-diff of the two commits):\n%s" % (
+        extra = ("\n\nPatches b4 left unpaired, each v%d patch with the v%d patch of the "
+                 "closest\nsubject (git range-diff of the two commits):\n%s" % (
                      old_rev, old_rev + 1, extra))
     with open(out_file, "w") as f:
         f.write(head + body.rstrip("\n") + "\n" + extra)

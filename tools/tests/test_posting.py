@@ -387,3 +387,27 @@ def test_v1_preimage_names_every_file_v1_modifies():
             blob = subprocess.run(["git", "hash-object", "--stdin"], input=data,
                                   stdout=subprocess.PIPE, check=True).stdout.decode().strip()
             assert "index %s.." % blob[:7] in idx, n
+
+
+@E2E
+def test_record_keeps_preimage_and_numbers_then_range_diff_uses_them(tmp_path):
+    s = mkscratch(tmp_path)
+    cov = scratch_cover(tmp_path)
+    rc, out = run_posting(tmp_path, s, cover_dir=cov)
+    assert rc == 0, out
+    env = dict(os.environ, SERIES_DIR=str(s), POSTING_OUT=str(tmp_path / "out"), COVER_DIR=str(cov))
+    p = subprocess.run([os.path.join(WS, "tools/posting"), "--record"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    assert p.returncode == 0, p.stdout
+    assert (cov / "posted" / "v2.mbox").exists() and (cov / "posted" / "v2.preimage.tar.xz").exists()
+    assert (cov / "changes" / "v2.txt").read_text() == "- Scope names (point 1): patch 1/2.\n"
+    assert (cov / "changes" / "v3.txt").read_text().startswith("- No change since v2")
+    import tarfile
+    names = tarfile.open(str(cov / "posted" / "v2.preimage.tar.xz")).getnames()
+    assert "security/yama/yama_lsm.c" in names
+    # the next revision is v3; make range-diff compares series/ with v2
+    p = subprocess.run([os.path.join(WS, "tools/range-diff")], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    assert p.returncode == 0, p.stdout
+    assert "b4 diff -m v2.mbox" in p.stdout and "range-diff: pass" in p.stdout
+    assert " = " in p.stdout  # the same patches: "1:  abc = 1:  def"
