@@ -732,7 +732,8 @@ def check_recipients(info, tree):
         text = m.get_payload(decode=True).decode("utf-8", "replace")
         files = touched_files(text)
         files_all += files
-        want = get_maintainer(tree, text)
+        # the sender need not write to themselves (b4 may leave them out)
+        want = get_maintainer(tree, text) - {SENDER_EMAIL.lower()}
         union |= want
         miss = sorted(want - addresses(m))
         if miss:
