@@ -377,9 +377,10 @@ def compose_cover(rev, tip_tree, subjects=None):
         paras = []
         for para in text.split("\n\n"):
             if para.startswith("[["):
-                para = textwrap.fill(" ".join(resolve_refs(para, subjects).split()), width=72,
-                                     subsequent_indent="    ", break_long_words=False,
-                                     break_on_hyphens=False)
+                words = resolve_refs(para, subjects).split()
+                para = textwrap.fill(" ".join(words), width=72,
+                                     subsequent_indent=" " * max(4, len(words[0]) + 1),
+                                     break_long_words=False, break_on_hyphens=False)
             paras.append(para)
         text = resolve_refs("\n\n".join(paras), subjects)
     text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

@@ -220,7 +220,8 @@ def test_posting_with_a_patch_that_does_not_apply_fails(tmp_path):
 
 # ------------------------------------------------------------- v2: names of patches
 SUBJECTS = ["lsm: pass the mount's idmap to the inode_follow_link hook",
-            "yama: read ptrace_scope once per decision and keep 3 final",
+            "yama: read ptrace_scope once per decision",
+            "yama: keep ptrace_scope at 3 against concurrent writers",
             "yama: accept exactly one number in ptrace_scope writes",
             "yama: choose the boot ptrace scope in Kconfig",
             "yama: refuse to follow symlinks in sticky world-writable directories",
@@ -232,7 +233,7 @@ SUBJECTS = ["lsm: pass the mount's idmap to the inode_follow_link hook",
 
 def test_refs_name_patches_by_subject():
     text = "patch [[inode_follow_link]] and [[Selftests/yama]], [[yama: choose the boot ptrace scope in Kconfig]]"
-    assert posting.resolve_refs(text, SUBJECTS) == "patch 1/9 and 9/9, 4/9"
+    assert posting.resolve_refs(text, SUBJECTS) == "patch 1/10 and 10/10, 5/10"
 
 
 @pytest.mark.parametrize("ref,why", [("no such patch", "matches none"), ("yama: refuse", "matches several")])
@@ -272,8 +273,8 @@ def test_the_cover_renders_with_the_planned_series(monkeypatch, tmp_path):
     monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
     text = posting.compose_cover(2, "t", SUBJECTS)
     assert "[[" not in text and "Changes in v2:" in text
-    for n in range(1, 10):
-        assert "\n%d/9 " % n in text
+    for n in range(1, len(SUBJECTS) + 1):
+        assert "\n%d/%d " % (n, len(SUBJECTS)) in text
     long = [l for l in text.splitlines() if len(l) > 72 and "://" not in l
             and not l.startswith("- Series gates")]
     assert not long, long
