@@ -135,3 +135,28 @@ def test_unexported_commits_are_not_discarded(fresh, tmp_path):
     assert proc.returncode != 0
     assert "not exported" in proc.stderr
     assert git(tree, "rev-parse", "HEAD") == head
+
+
+def test_reapply_keeps_timestamps_of_unchanged_files(fresh):
+    """make tree re-applies series/; files whose content it gives back
+    unchanged keep their mtime (else every build folder rebuilds whatever
+    includes them), a file whose uncommitted edit FORCE=1 discards does not."""
+    top, env, _proc = fresh
+    tree = top / "linux"
+    run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    files = [f for f in git(tree, "diff", "--name-only", "base", "HEAD").split("\n") if f]
+    assert files, "the series touches no file"
+    old = 1_000_000_000 * 10**9
+    for f in files:
+        os.utime(tree / f, ns=(old, old))
+    run([str(WS / "tools/tree")], env)
+    assert {f: (tree / f).stat().st_mtime_ns for f in files} == {f: old for f in files}
+    edited = tree / files[0]
+    committed = edited.read_bytes()
+    edited.write_bytes(committed + b"\n/* uncommitted */\n")
+    os.utime(edited, ns=(old + 10**9, old + 10**9))
+    run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    assert edited.read_bytes() == committed
+    assert edited.stat().st_mtime_ns > old + 10**9
+    for f in files[1:]:
+        assert (tree / f).stat().st_mtime_ns == old, f
