@@ -9,7 +9,7 @@ export BASE SENDER
 
 TOOLS := tools
 
-.PHONY: all help deps tree export series-check kunit selftests bench \
+.PHONY: all help deps tree export series-check kunit selftests vfs-diff bench \
 	posting range-diff record-posting check check-debug test-tools clean
 
 ## all: the posting, checked (same as make posting)
@@ -42,6 +42,10 @@ kunit: tree
 ## selftests: boot the series in QEMU per scenario and run the Yama kselftests
 selftests: tree
 	@$(TOOLS)/selftests
+
+## vfs-diff: Yama's link rules against the VFS's, random seed (VFSDIFF_SEED, VFSDIFF_CASES, VFSDIFF_INJECT)
+vfs-diff: tree
+	@$(TOOLS)/vfs-diff
 
 ## bench: benchmarks of Yama's checks (in QEMU) and of the workspace loop
 bench: tree

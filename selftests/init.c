@@ -6,6 +6,10 @@
  * serial port, so that the kernel console (first port) never mixes with
  * it. Then reboot, which ends QEMU (-no-reboot). Linked statically; nothing else is in the initramfs.
  *
+ * Kernel command line: selftests.only=NAME[,NAME...] runs those programs of
+ * /tests instead of /tests/list (the vfs-diff boot); selftests.timeout=SECONDS
+ * overrides the time one program may take (default 600).
+ *
  * Environment given to the tests: YAMA_KCONFIG=/kconfig (the .config the
  * kernel was built from) and YAMA_SELFTEST_LOCK=1 (this boot may set
  * ptrace_scope to 3 for good).
@@ -30,7 +34,7 @@
 #define RESULT_TTY "/dev/ttyS1"
 #define MAX_TESTS 64
 /* Seconds one program may take before it counts as hung. */
-#define PROGRAM_TIMEOUT 600
+static int program_timeout = 600;
 
 static int out = -1;
 
@@ -142,7 +146,7 @@ static int run(const char *name, int num)
 	}
 	close(pipefd[1]);
 
-	deadline = time(NULL) + PROGRAM_TIMEOUT;
+	deadline = time(NULL) + program_timeout;
 	for (;;) {
 		struct pollfd p = { .fd = pipefd[0], .events = POLLIN };
 		int left = deadline - time(NULL);
@@ -153,7 +157,7 @@ static int run(const char *name, int num)
 			relay(pipefd[0], line, &len, sizeof(line), 1);
 			close(pipefd[0]);
 			say("not ok %d selftests: yama: %s # TIMEOUT %d seconds\n",
-			    num, name, PROGRAM_TIMEOUT);
+			    num, name, program_timeout);
 			return 1;
 		}
 		if (poll(&p, 1, left * 1000) < 0 && errno != EINTR)
@@ -181,9 +185,29 @@ static int run(const char *name, int num)
 	return 0;
 }
 
+/* The value of "key=value" on the kernel command line, or NULL. */
+static char *cmdline_value(const char *key)
+{
+	static char line[4096];
+	char *tok, *save, *found = NULL;
+	size_t len = strlen(key);
+	FILE *f = fopen("/proc/cmdline", "r");
+
+	if (!f)
+		die("/proc/cmdline");
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	for (tok = strtok_r(line, " \n", &save); tok;
+	     tok = strtok_r(NULL, " \n", &save))
+		if (!strncmp(tok, key, len) && tok[len] == '=')
+			found = tok + len + 1;
+	return found;
+}
+
 int main(void)
 {
-	char *tests[MAX_TESTS], buf[256];
+	char *tests[MAX_TESTS], buf[256], *only, *value, *name, *save;
 	int count = 0, i;
 	FILE *list;
 
@@ -193,15 +217,26 @@ int main(void)
 	mount_fs("tmpfs", "/tmp", "mode=1777");
 	open_channel();
 
-	list = fopen("/tests/list", "r");
-	if (!list)
-		die("/tests/list");
-	while (count < MAX_TESTS && fgets(buf, sizeof(buf), list)) {
-		buf[strcspn(buf, "\n")] = '\0';
-		if (buf[0])
-			tests[count++] = strdup(buf);
+	value = cmdline_value("selftests.timeout");
+	if (value && atoi(value) > 0)
+		program_timeout = atoi(value);
+	only = cmdline_value("selftests.only");
+	if (only) {
+		only = strdup(only);
+		for (name = strtok_r(only, ",", &save);
+		     name && count < MAX_TESTS; name = strtok_r(NULL, ",", &save))
+			tests[count++] = name;
+	} else {
+		list = fopen("/tests/list", "r");
+		if (!list)
+			die("/tests/list");
+		while (count < MAX_TESTS && fgets(buf, sizeof(buf), list)) {
+			buf[strcspn(buf, "\n")] = '\0';
+			if (buf[0])
+				tests[count++] = strdup(buf);
+		}
+		fclose(list);
 	}
-	fclose(list);
 
 	setenv("PATH", "/tests", 1);
 	setenv("YAMA_KCONFIG", "/kconfig", 1);

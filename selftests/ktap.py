@@ -101,6 +101,33 @@ def parse_ktap(text):
     return programs, cases, planned, nested_planned
 
 
+# A program's counts for the results ("# vfs_diff: seed=1 cases=2 ..."), as
+# the differential test (selftests/vfs-diff) prints them.
+COUNTS = re.compile(r"^# # (vfs_diff): ((?:\w+=\S+ ?)+)$")
+
+
+def parse_counts(text):
+    """Return {name: {key: value}} from the programs' count lines; values
+    that are numbers become numbers."""
+    found = {}
+    for line in text.splitlines():
+        m = COUNTS.match(line.rstrip("\r"))
+        if not m:
+            continue
+        values = {}
+        for pair in m.group(2).split():
+            key, _, value = pair.partition("=")
+            try:
+                values[key] = int(value)
+            except ValueError:
+                try:
+                    values[key] = float(value)
+                except ValueError:
+                    values[key] = value
+        found[m.group(1)] = values
+    return found
+
+
 def scan_console(text):
     """Return the console lines that report a kernel problem."""
     bad = []
@@ -206,6 +233,9 @@ def main(argv):
         "ok": counts["fail"] == 0 and not problems,
         "results": cases,
     }
+    counts_found = parse_counts(ktap)
+    if counts_found:
+        summary["counts"] = counts_found
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)
     print("  %s: %d cases: %d passed, %d failed, %d skipped%s" % (
