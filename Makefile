@@ -12,8 +12,11 @@ TOOLS := tools
 .PHONY: all help deps tree export series-check kunit selftests vfs-diff bench \
 	posting range-diff record-posting check check-debug test-tools clean
 
-## all: the posting, checked (same as make posting)
-all: posting
+## all: the posting, checked: gates, KUnit (default config) and the default kselftest boot run first, so its Testing section reports real results
+all: series-check
+	@KUNIT_CONFIGS=default $(TOOLS)/kunit
+	@SCENARIOS=default $(TOOLS)/selftests
+	@$(TOOLS)/posting
 
 ## help: list the targets
 help:
@@ -23,7 +26,7 @@ help:
 deps:
 	@QUIET=1 $(TOOLS)/deps
 
-## tree: extract the base into build/linux, fixed base commit, git am series/
+## tree: build/linux: extract the base (fixed base commit) and git am series/ when missing or when series/ changed (REAPPLY=1, FORCE=1)
 tree: deps
 	@$(TOOLS)/tree
 

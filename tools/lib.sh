@@ -84,6 +84,18 @@ series_patches() {
 	grep -v '^[[:space:]]*\(#\|$\)' "$SERIES_DIR/series"
 }
 
+# series_stamp: one line that changes whenever series/ (its order or any of
+# its patches) changes; make tree records it when the tree takes series/,
+# and make export when series/ is written from the tree.
+series_stamp() {
+	{
+		cat "$SERIES_DIR/series" 2>/dev/null
+		series_patches | while read -r p; do
+			cat "$SERIES_DIR/$p" 2>/dev/null
+		done
+	} | sha1sum | cut -d' ' -f1
+}
+
 # tree_has_yama_kunit TREE: true when TREE's Yama has its KUnit tests (the
 # Kconfig symbol that kunit/yama.kunitconfig turns on).
 tree_has_yama_kunit() {

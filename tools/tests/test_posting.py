@@ -34,18 +34,55 @@ def test_testing_section_without_results_says_not_run(tmp_path, monkeypatch):
     assert text.count("not run in this workspace") == 3
 
 
-def test_testing_section_reads_results(tmp_path, monkeypatch):
+FIXTURES = os.path.join(WS, "tools", "tests", "fixtures")
+# kunit.json and selftests.json exactly as tools/kunit and tools/selftests
+# wrote them in the fresh-clone make check of main at e251e02.
+RECORDED = os.path.join(FIXTURES, "make-check-e251e02")
+
+
+def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
+    for name in ("kunit.json", "selftests.json", "series-check.json"):
+        shutil.copy(os.path.join(RECORDED, name), tmp_path / name)
     monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
-    (tmp_path / "series-check.json").write_text(
-        '{"tip_tree": "t", "passed": 40, "failed": 0, "patches": ["a", "b"]}')
-    (tmp_path / "kunit.json").write_text('{"passed": 12, "failed": 0, "skipped": 1}')
-    (tmp_path / "selftests.json").write_text(
-        '{"scenarios": {"default": {"passed": 9, "failed": 0}, "landlock": {"passed": 9, "failed": 0}}}')
     text = posting.testing_section("t")
-    assert "40 cells passed, 0 failed over 2 patches" in text
-    assert "12 passed, 0 failed, 1 skipped" in text
-    assert "- default: 9 passed, 0 failed" in text and "- landlock:" in text
+    assert "Series gates (NOTE: for an earlier state of the series): 55 cells passed, 0 failed over 10 patches" in " ".join(text.split())
+    flat = " ".join(text.split())
+    # KUnit: 14 cases once, not 28 (14 in each of two configs).
+    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in each of 2 configs (default, debug)" in flat
+    assert "28" not in flat
+    # One line per boot, with what the boot changes on the command line.
+    assert "- default: 160/0/5" in text
+    assert "- cmdline: 160/0/5 (sysctl.kernel.yama.ptrace_scope=2" in text
+    assert "- no-yama: 0/0/165 (lsm=landlock)" in text
+    assert "- landlock: 162/0/3 (lsm=landlock,yama)" in text
     assert "not run" not in text
+    assert "Differential" not in text  # that run had no vfs-diff boot
+
+
+def test_testing_section_reports_failures_and_the_differential_test(tmp_path, monkeypatch):
+    import json
+    kunit = json.load(open(os.path.join(RECORDED, "kunit.json")))
+    kunit["debug"]["failed"] = 1
+    kunit["debug"]["passed"] -= 1
+    (tmp_path / "kunit.json").write_text(json.dumps(kunit))
+    selftests = json.load(open(os.path.join(RECORDED, "selftests.json")))
+    # The vfs-diff boot's entry, made by ktap.py from a recorded result channel.
+    out = tmp_path / "vfs-diff.json"
+    subprocess.run([sys.executable, os.path.join(WS, "selftests", "ktap.py"),
+                    "vfs-diff", os.path.join(FIXTURES, "vfs-diff.ktap.log"),
+                    "/dev/null", str(out)], check=True, capture_output=True)
+    entry = json.load(open(out))
+    selftests["scenarios"]["vfs-diff"] = {
+        "cmdline": "console=ttyS0 selftests.only=yama_vfs_diff vfsdiff.seed=20101020",
+        "pass": entry["pass"], "fail": entry["fail"], "skip": entry["skip"],
+        "counts": entry["counts"]}
+    (tmp_path / "selftests.json").write_text(json.dumps(selftests))
+    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
+    flat = " ".join(posting.testing_section("t").split())
+    assert "NOT all passed: debug: 1 failed" in flat
+    assert "- vfs-diff: 4/0/0 " in flat and "(selftests.only" not in flat
+    assert "seed 20101020, 24000 cases" in flat
+    assert "24000 agree, 0 disagree" in flat
 
 
 def write_cover(d, body):

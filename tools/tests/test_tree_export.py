@@ -131,10 +131,43 @@ def test_unexported_commits_are_not_discarded(fresh, tmp_path):
     git(tree, "-c", "user.name=T", "-c", "user.email=t@example.org",
         "commit", "-qm", "local work")
     head = git(tree, "rev-parse", "HEAD")
-    proc = run([str(WS / "tools/tree")], env, check=False)
+    # series/ did not change: the tree is kept as it is, commit included.
+    proc = run([str(WS / "tools/tree")], env)
+    assert "tree kept as it is" in proc.stdout
+    assert git(tree, "rev-parse", "HEAD") == head
+    # Asked to apply series/ again: refused, nothing lost.
+    proc = run([str(WS / "tools/tree")], dict(env, REAPPLY="1"), check=False)
     assert proc.returncode != 0
     assert "not exported" in proc.stderr
     assert git(tree, "rev-parse", "HEAD") == head
+
+
+def test_uncommitted_edits_are_tested_not_discarded(fresh, tmp_path):
+    """The developer's loop: an uncommitted edit stays through make tree
+    while series/ is unchanged; when series/ changed, make tree refuses to
+    apply it over the edit."""
+    top, env, _proc = fresh
+    tree = top / "linux"
+    run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    target = tree / "security" / "yama" / "yama_lsm.c"
+    edited = target.read_bytes() + b"\n/* work in progress */\n"
+    target.write_bytes(edited)
+    proc = run([str(WS / "tools/tree")], env)
+    assert "1 file(s) with uncommitted edits" in proc.stdout
+    assert target.read_bytes() == edited
+    # series/ changes (one patch fewer): applying it would discard the edit.
+    series = tmp_path / "shorter"
+    shutil.copytree(WS / "series", series)
+    lines = [l for l in (series / "series").read_text().splitlines()
+             if l and not l.startswith("#")]
+    (series / "series").write_text("\n".join(lines[:-1]) + "\n")
+    proc = run([str(WS / "tools/tree")], dict(env, SERIES_DIR=str(series)),
+               check=False)
+    assert proc.returncode != 0
+    assert "uncommitted changes" in proc.stderr
+    assert target.read_bytes() == edited
+    run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    assert target.read_bytes() != edited
 
 
 def test_reapply_keeps_timestamps_of_unchanged_files(fresh):
@@ -149,7 +182,7 @@ def test_reapply_keeps_timestamps_of_unchanged_files(fresh):
     old = 1_000_000_000 * 10**9
     for f in files:
         os.utime(tree / f, ns=(old, old))
-    run([str(WS / "tools/tree")], env)
+    run([str(WS / "tools/tree")], dict(env, REAPPLY="1"))
     assert {f: (tree / f).stat().st_mtime_ns for f in files} == {f: old for f in files}
     edited = tree / files[0]
     committed = edited.read_bytes()
