@@ -16,6 +16,7 @@ Usage: ktap.py SCENARIO KTAP_LOG CONSOLE_LOG OUT_JSON
 import argparse
 import fnmatch
 import json
+import os
 import re
 import sys
 
@@ -26,22 +27,10 @@ NESTED_RUN = re.compile(r"^# #\s+RUN\s+(\S+) \.\.\.$")
 NESTED_RESULT = re.compile(r"^# (not ok|ok) (\d+)(?: ([^#].*?))?"
                            r"(?:\s*# (SKIP|XFAIL|TODO)\b ?(.*))?$")
 
-# Kernel reports that make a boot fail, whatever the tests said.
-CONSOLE_BAD = [
-    (re.compile(r"\bBUG[: ]"), "BUG"),
-    (re.compile(r"\bWARNING:"), "WARNING"),
-    (re.compile(r"\bOops\b"), "Oops"),
-    (re.compile(r"Kernel panic"), "Kernel panic"),
-    (re.compile(r"\bKASAN\b"), "KASAN"),
-    (re.compile(r"lockdep is turned off|turning off the locking correctness"
-                r"|MAX_LOCKDEP_\w+ too low"), "lockdep"),
-    (re.compile(r"suspicious RCU usage|possible (circular|recursive) locking"
-                r"|inconsistent lock state|sleeping function called"),
-     "lockdep"),
-    (re.compile(r"general protection fault|Unable to handle kernel"),
-     "fault"),
-    (re.compile(r"\bcut here\b"), "report"),
-]
+# The kernel reports that fail a boot: one list for every stage.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tools"))
+from kernel_reports import scan as scan_console  # noqa: E402
 
 
 def parse_ktap(text):
@@ -126,17 +115,6 @@ def parse_counts(text):
                     values[key] = value
         found[m.group(1)] = values
     return found
-
-
-def scan_console(text):
-    """Return the console lines that report a kernel problem."""
-    bad = []
-    for line in text.splitlines():
-        for pattern, kind in CONSOLE_BAD:
-            if pattern.search(line):
-                bad.append("%s: %s" % (kind, line.strip()))
-                break
-    return bad
 
 
 def main(argv):

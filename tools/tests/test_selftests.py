@@ -88,7 +88,9 @@ def test_console_reports_fail(tmp_path):
                    "WARNING: suspicious RCU usage",
                    "Kernel panic - not syncing: Fatal exception",
                    "Oops: 0000 [#1] PREEMPT SMP",
-                   "BUG: KASAN: use-after-free in yama_x"):
+                   "BUG: KASAN: use-after-free in yama_x",
+                   "UBSAN: shift-out-of-bounds in security/yama/yama_lsm.c:1:2",
+                   "INFO: task yama_stress:42 blocked for more than 120 seconds."):
         rc, out, r = run(tmp_path, GOOD, CONSOLE + report + "\n")
         assert rc == 1, report
         assert any(p.startswith("console:") for p in r["problems"]), report
