@@ -9,7 +9,7 @@ export BASE SENDER
 
 TOOLS := tools
 
-.PHONY: all help deps tree export series-check kunit selftests vfs-diff bench \
+.PHONY: all help deps tree export series-check kunit selftests vfs-diff mutations bench \
 	posting range-diff record-posting check check-debug test-tools clean
 
 ## all: the posting, checked: gates, KUnit (default config) and the default kselftest boot run first, so its Testing section reports real results
@@ -49,6 +49,10 @@ selftests: tree
 ## vfs-diff: Yama's link rules against the VFS's, random seed (VFSDIFF_SEED, VFSDIFF_CASES, VFSDIFF_INJECT)
 vfs-diff: tree
 	@$(TOOLS)/vfs-diff
+
+## mutations: break one rule at a time (kunit/mutations, selftests/vfs-diff/inject): KUnit and vfs-diff must fail
+mutations: tree
+	@$(TOOLS)/mutations
 
 ## bench: benchmarks of Yama's checks (in QEMU) and of the workspace loop
 bench: tree

@@ -96,6 +96,38 @@ series_stamp() {
 	} | sha1sum | cut -d' ' -f1
 }
 
+# with_patch PATCH CMD...: run CMD with PATCH applied to the tree (on top
+# of whatever the tree holds, uncommitted edits included), then take PATCH
+# back out, also when CMD fails or is interrupted. CMD's status; 2 when
+# PATCH does not apply (nothing changed then).
+with_patch() {
+	local patch=$1 rc
+	shift
+	git -C "$TREE" apply --check "$patch" 2>/dev/null || {
+		echo "error: $patch does not apply to $TREE (nothing changed)" >&2
+		return 2
+	}
+	git -C "$TREE" apply "$patch" || return 2
+	trap 'git -C "$TREE" apply -R "$patch"; exit 130' INT TERM
+	"$@"
+	rc=$?
+	trap - INT TERM
+	git -C "$TREE" apply -R "$patch" ||
+		echo "error: could not take $patch back out of $TREE" >&2
+	return $rc
+}
+
+# wait_for PID SECONDS: true once PID has ended, false if it still runs
+# after SECONDS (for the progress line every 30 s of a long stage).
+wait_for() {
+	local pid=$1 i
+	for ((i = 0; i < $2; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 1
+	done
+	! kill -0 "$pid" 2>/dev/null
+}
+
 # tree_has_yama_kunit TREE: true when TREE's Yama has its KUnit tests (the
 # Kconfig symbol that kunit/yama.kunitconfig turns on).
 tree_has_yama_kunit() {

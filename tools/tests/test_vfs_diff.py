@@ -48,18 +48,21 @@ def test_recorded_passing_run_passes_with_its_counts(tmp_path):
     assert rc == 0, out
     assert (r["pass"], r["fail"]) == (4, 0)
     assert r["counts"]["vfs_diff"] == {
-        "seed": 20101020, "cases": 24000, "agree": 24000, "disagree": 0,
+        "seed": 20101020, "cases": 22000, "agree": 22000, "disagree": 0,
         "seconds": r["counts"]["vfs_diff"]["seconds"]}
 
 
 def test_recorded_injected_run_fails(tmp_path):
-    # make vfs-diff VFSDIFF_SEED=20101020 VFSDIFF_CASES=24000
-    #   VFSDIFF_INJECT=selftests/vfs-diff/inject/raw-uids-on-idmapped-mounts.patch
+    # make vfs-diff VFSDIFF_SEED=20101020 VFSDIFF_CASES=22000
+    #   VFSDIFF_INJECT=selftests/vfs-diff/inject/symlink-capability-override.patch
     rc, out, r = judge(tmp_path, os.path.join(
-        FIXTURES, "vfs-diff-raw-uids.ktap.log"))
+        FIXTURES, "vfs-diff-capability-override.ktap.log"))
     assert rc == 1
     assert r["counts"]["vfs_diff"]["disagree"] > 0
     assert "symlink_trailing: fail, must pass here" in out
+    # Every disagreement is printed with its inputs and seed.
+    log = open(os.path.join(FIXTURES, "vfs-diff-capability-override.ktap.log")).read()
+    assert log.count("# # DISAGREE seed 20101020 case ") == r["counts"]["vfs_diff"]["disagree"]
 
 
 def test_program_builds_without_warnings(tmp_path):
