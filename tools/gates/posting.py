@@ -866,7 +866,8 @@ def lint(info, tree, base, meant_to_send=True):
         res.append(("cc-maintainers", "fail" if bad else "pass", "; ".join(bad) or
                     "every address get_maintainer.pl names is in To/Cc"))
     else:
-        res.append(("cc-maintainers", "skip", "no cover letter or no scripts/get_maintainer.pl"))
+        res.append(("cc-maintainers", "skip", "no scripts/get_maintainer.pl in the tree"
+                    if any(p[0] == 0 for p, m in info) else "no cover letter"))
     # author and Signed-off-by; the placeholder identity (tools/identity's)
     bad, warn = [], []
     paddr = placeholder()[1].lower()
