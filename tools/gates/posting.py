@@ -797,7 +797,7 @@ def check_recipients(info, tree):
 # (n = 0) included when there is one; TREE: a checkout of base + the
 # patches (scripts/get_maintainer.pl and scripts/kernel-doc are its own).
 MAX_PATCHES = 15
-TRAILER_RX = re.compile(r"^Fixes: *(\S+)(?: +\(\"(.*)\"\))? *$", re.M)
+FIXES_RX = re.compile(r"^Fixes: *(\S+)(?: +\(\"(.*)\"\))? *$", re.M)
 
 
 def message_text(m):
@@ -889,7 +889,7 @@ def lint(info, tree, base, meant_to_send=True):
     for p, m in pats:
         for line in re.findall(r"(?mi)^Fixes:.*$", texts[p[0]].split("\n---\n")[0]):
             seen += 1
-            f = TRAILER_RX.match(line)
+            f = FIXES_RX.match(line)
             if not f or not f.group(2) or not re.match(r"^[0-9a-f]{12,40}$", f.group(1)):
                 bad.append("patch %d/%d: %r is not Fixes: <12+ hex digits> (\"subject\")"
                            % (p[0], M, line))
