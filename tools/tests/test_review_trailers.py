@@ -371,6 +371,10 @@ class Lint(unittest.TestCase):
         res = self.lint(self.series(added="static inline int f(void)",
                                     path="include/linux/yama.h"))
         self.assertEqual(res["static-in-header"][0], "pass")
+        # user space (the kselftests) is not kernel code
+        res = self.lint(self.series(added="static int f(void)",
+                                    path="tools/testing/selftests/yama/common.h"))
+        self.assertEqual(res["static-in-header"][0], "pass")
 
 
 if __name__ == "__main__":
