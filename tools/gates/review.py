@@ -269,8 +269,13 @@ def range_diff_stage():
         state({"range_diff": None, "range_diff_why": "b4 diff -m failed"})
         return 1
     body = open(out_file).read()
-    counts = {k: len(re.findall(r"(?m)^\s*(?:\d+|-):\s+\S+ %s " % re.escape(k), body))
+    # b4's own pairs, then the pairs the file adds by subject (posting.py)
+    b4part, _, extra = body.partition("\nPatches b4 left unpaired")
+    counts = {k: len(re.findall(r"(?m)^\s*(?:\d+|-):\s+\S+ %s " % re.escape(k), b4part))
               for k in "=!<>"}
+    paired = extra.count("\n### ")
+    counts = {"=": counts["="], "!": counts["!"] + paired, "<": counts["<"] - paired,
+              ">": counts[">"] - paired}
     state({"range_diff": out_file, "range_diff_old": old, "range_diff_counts": counts})
     print(body, end="")
     return 0
@@ -351,6 +356,7 @@ def summary(stages):
 def main():
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     os.makedirs(REVIEW_DIR, exist_ok=True)
+    os.makedirs(posting.WORK, exist_ok=True)
     if cmd == "prepare" and len(sys.argv) == 3:
         return prepare(sys.argv[2]) or 0
     if cmd == "apply":
