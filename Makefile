@@ -10,7 +10,7 @@ export BASE SENDER
 TOOLS := tools
 
 .PHONY: all help deps tree export series-check kunit selftests vfs-diff mutations bench \
-	posting range-diff record-posting check check-debug test-tools clean
+	posting range-diff record-posting review trailers check check-debug test-tools clean
 
 ## all: the posting, checked: gates, KUnit (default config) and the default kselftest boot run first, so its Testing section reports real results
 all: series-check
@@ -69,6 +69,14 @@ range-diff: tree
 ## record-posting: record out/posting/vN as posted (cover-letter/posted/) and start vN+1
 record-posting:
 	@$(TOOLS)/posting --record
+
+## review: a maintainer's view of MBOX=FILE: b4 am, git am on a fresh base (build/review), gates, KUnit, kselftests, range-diff
+review: deps
+	@$(TOOLS)/review "$(MBOX)"
+
+## trailers: Reviewed-by/Acked-by/... from the replies in MBOX=FILE onto the tree's commits, exported to series/
+trailers:
+	@$(TOOLS)/trailers "$(MBOX)"
 
 ## check: all tests (tools, tree, gates, KUnit, kselftests, posting proof)
 check: deps

@@ -11,7 +11,8 @@ RESULTS=${RESULTS:-$BUILD/results}
 PYTHON=${PYTHON:-/usr/bin/python3}
 SERIES_DIR=${SERIES_DIR:-$WS/series}
 
-base_conf=$WS/tools/bases/$BASE.conf
+# BASE_CONF: another base description (the tests use a tiny base).
+base_conf=${BASE_CONF:-$WS/tools/bases/$BASE.conf}
 if [ ! -f "$base_conf" ]; then
 	echo "error: unknown base '$BASE' (no $base_conf)" >&2
 	exit 2

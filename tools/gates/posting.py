@@ -138,8 +138,38 @@ def posted_revisions():
     return sorted(revs)
 
 
-def current_revision():
+def unchanged_since_posted(tree):
+    """The last recorded revision N when the series (its TREE) and the cover
+    letter are still those of vN, else None. The one place that compares the
+    workspace with the recorded posting: a series identical to vN is not a
+    new revision. The cover counts as changed when cover.txt differs from
+    the copy --record kept (posted/vN.cover.txt; none for older records) or
+    changes/vN+1.txt says more than the "No change since" stub."""
     revs = posted_revisions()
+    if not revs or not tree:
+        return None
+    n = revs[-1]
+    posted = os.path.join(COVER_DIR, "posted", "v%d" % n)
+    if read(posted + ".tree") != tree:
+        return None
+    kept = read(posted + ".cover.txt")
+    if kept is not None and kept != read(os.path.join(COVER_DIR, "cover.txt")):
+        return None
+    ch = read(os.path.join(COVER_DIR, "changes", "v%d.txt" % (n + 1)))
+    if ch and not ch.startswith(NO_CHANGE):
+        return None
+    return n
+
+
+NO_CHANGE = "- No change since"
+
+
+def current_revision(tree=None):
+    """The revision being prepared: vN+1 after the last recorded vN, or vN
+    itself when TREE (the series' tree) and the cover are unchanged."""
+    revs = posted_revisions()
+    if unchanged_since_posted(tree):
+        return revs[-1]
     return (revs[-1] + 1) if revs else 1
 
 
@@ -636,7 +666,10 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         info_tree = got
         # To/Cc: what get_maintainer.pl names for each patch's files, in the
         # tree the patches give (its MAINTAINERS, as b4 prep --auto-to-cc).
-        problems += check_recipients(info, VERIFY_TREE)
+        # The series lint (the To/Cc check among its checks).
+        lint_dir = os.environ.get("POSTING_OUT") and POST_OUT or RESULTS
+        problems += write_lint(lint(info, VERIFY_TREE, base, SENDER_SOURCE != "placeholder"),
+                               os.path.join(lint_dir, "posting-lint.json"))
     # b4 am, offline, from the mbox.
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         # b4 0.12's am exits 1 without a word after `git mailinfo` when git
@@ -771,6 +804,162 @@ def check_recipients(info, tree):
                 sorted({f for f in files_all for rx, l in REQUIRED_LISTS
                         if l == lst and rx.search(f)}))))
     return problems
+
+
+# ------------------------------------------------------------- series lint
+# Named checks of a thread, each with its own verdict, after the patchwork
+# checks netdev's CI runs. INFO: [((n, M, subject), message)], the cover
+# (n = 0) included when there is one; TREE: a checkout of base + the
+# patches (scripts/get_maintainer.pl and scripts/kernel-doc are its own).
+MAX_PATCHES = 15
+FIXES_RX = re.compile(r"^Fixes: *(\S+)(?: +\(\"(.*)\"\))? *$", re.M)
+
+
+def message_text(m):
+    """The plain text of a message (first text/plain part), LF line ends."""
+    for part in m.walk():
+        if part.get_content_type() == "text/plain":
+            data = part.get_payload(decode=True) or b""
+            return data.decode(part.get_content_charset() or "utf-8",
+                               "replace").replace("\r\n", "\n")
+    return ""
+
+
+def added_lines(text, suffix):
+    """(file, line) for each + line the patch TEXT adds to files ending in SUFFIX."""
+    out, cur = [], None
+    for line in text.splitlines():
+        d = re.match(r"^diff --git a/\S+ b/(\S+)", line)
+        if d:
+            cur = d.group(1)
+        elif cur and cur.endswith(suffix) and line.startswith("+") and \
+                not line.startswith("+++"):
+            out.append((cur, line[1:]))
+    return out
+
+
+def kdoc_warnings(tree, rev, path):
+    """The number of kernel-doc warnings of PATH at REV (None: the worktree)."""
+    kd = os.path.join(tree, "scripts", "kernel-doc")
+    with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+        f = os.path.join(tree, path)
+        if rev:
+            rc, data = run_rc(["git", "-C", tree, "show", "%s:%s" % (rev, path)], check=False)
+            if rc:
+                return 0  # a new file: nothing before
+            f = os.path.join(tmp, os.path.basename(path))
+            with open(f, "w") as fh:
+                fh.write(data)
+        elif not os.path.exists(f):
+            return 0
+        rc, out = run_rc(["perl", kd, "-none", f], check=False)
+    return sum(1 for l in out.splitlines() if "warning" in l.lower() or "error" in l.lower())
+
+
+def lint(info, tree, base, meant_to_send=True):
+    """The checks; returns [(name, verdict, detail)], verdict pass/fail/warn/skip."""
+    res = []
+    pats = [(p, m) for p, m in info if p[0] > 0]
+    texts = {p[0]: message_text(m) for p, m in pats}
+    M = pats[0][0][1] if pats else 0
+    # series format
+    bad = []
+    if not any(p[0] == 0 for p, m in info):
+        bad.append("no cover letter (0/%d)" % M)
+    if M > MAX_PATCHES:
+        bad.append("%d patches, more than %d in one series" % (M, MAX_PATCHES))
+    prefixes = {re.sub(r" *\d+/\d+$", "", re.match(r"^\[([^\]]*)\]", " ".join(
+        str(m.get("Subject", "")).split())).group(1)) for p, m in info}
+    if len(prefixes) != 1:
+        bad.append("subject prefixes differ: %s" % ", ".join("[%s]" % x for x in sorted(prefixes)))
+    res.append(("series-format", "fail" if bad else "pass", "; ".join(bad) or
+                "cover + %d patches, prefix [%s n/%d]" % (M, prefixes.pop(), M)))
+    # To/Cc: what get_maintainer.pl names
+    if os.path.exists(os.path.join(tree, "scripts", "get_maintainer.pl")) and \
+            any(p[0] == 0 for p, m in info):
+        bad = check_recipients(info, tree)
+        res.append(("cc-maintainers", "fail" if bad else "pass", "; ".join(bad) or
+                    "every address get_maintainer.pl names is in To/Cc"))
+    else:
+        res.append(("cc-maintainers", "skip", "no scripts/get_maintainer.pl in the tree"
+                    if any(p[0] == 0 for p, m in info) else "no cover letter"))
+    # author and Signed-off-by; the placeholder identity (tools/identity's)
+    bad, warn = [], []
+    paddr = placeholder()[1].lower()
+    for p, m in pats:
+        body = texts[p[0]]
+        inbody = re.match(r"^From: *(.+)$", body.lstrip("\n").split("\n", 1)[0])
+        author = email.utils.parseaddr(inbody.group(1) if inbody else str(m.get("From", "")))
+        sobs = {a.lower() for n, a in email.utils.getaddresses(
+            re.findall(r"(?mi)^Signed-off-by: *(.+)$", body.split("\n---\n")[0]))}
+        if author[1].lower() not in sobs:
+            bad.append("patch %d/%d: the author <%s> has no Signed-off-by" % (p[0], M, author[1]))
+        if paddr in (str(m.get("From", "")) + body.split("\n---\n")[0]).lower():
+            (bad if meant_to_send else warn).append(
+                "patch %d/%d carries the placeholder <%s>" % (p[0], M, paddr))
+    res.append(("signoff", "fail" if bad else "warn" if warn else "pass",
+                "; ".join(bad + warn) or "every author signs off; no placeholder identity"))
+    # Fixes: a commit of the base, named with its subject
+    bad, seen = [], 0
+    for p, m in pats:
+        for line in re.findall(r"(?mi)^Fixes:.*$", texts[p[0]].split("\n---\n")[0]):
+            seen += 1
+            f = FIXES_RX.match(line)
+            if not f or not f.group(2) or not re.match(r"^[0-9a-f]{12,40}$", f.group(1)):
+                bad.append("patch %d/%d: %r is not Fixes: <12+ hex digits> (\"subject\")"
+                           % (p[0], M, line))
+                continue
+            rc, subj = run_rc(["git", "-C", tree, "log", "-1", "--format=%s", f.group(1)],
+                              check=False)
+            if rc or run_rc(["git", "-C", tree, "merge-base", "--is-ancestor", f.group(1),
+                             base], check=False)[0]:
+                bad.append("patch %d/%d: Fixes: %s is not a commit of the base" % (
+                    p[0], M, f.group(1)))
+            elif subj.strip() != f.group(2):
+                bad.append("patch %d/%d: Fixes: %s is \"%s\", not \"%s\"" % (
+                    p[0], M, f.group(1), subj.strip(), f.group(2)))
+    res.append(("fixes-tag", "fail" if bad else "pass",
+                "; ".join(bad) or "%d Fixes: tag(s), each a commit of the base" % seen))
+    # kernel-doc warnings do not grow (base -> the applied patches)
+    files = sorted({f for t in texts.values() for f in touched_files(t)
+                    if f.endswith((".c", ".h"))})
+    if os.path.exists(os.path.join(tree, "scripts", "kernel-doc")):
+        bad = []
+        for f in files:
+            a, b = kdoc_warnings(tree, base, f), kdoc_warnings(tree, None, f)
+            if b > a:
+                bad.append("%s: %d -> %d kernel-doc warnings" % (f, a, b))
+        res.append(("kdoc", "fail" if bad else "pass", "; ".join(bad) or
+                    "no new kernel-doc warning in %d C files" % len(files)))
+    else:
+        res.append(("kdoc", "skip", "no scripts/kernel-doc"))
+    # no new inline in .c files; no non-inline static function in a header:
+    # rules of kernel code, so not for tools/ (the kselftests are user space
+    # programs, and their headers are included by one program each)
+    code = lambda f, l: not f.startswith("tools/") and not re.match(r"^\s*(\*|/\*|//)", l)
+    bad = sorted({"%s: %s" % (f, l.strip()) for t in texts.values()
+                  for f, l in added_lines(t, ".c") if code(f, l) and re.search(r"\binline\b", l)})
+    res.append(("inline-in-c", "fail" if bad else "pass",
+                "; ".join(bad) or "no new inline in .c files (tools/ aside)"))
+    bad = sorted({"%s: %s" % (f, l.strip()) for t in texts.values()
+                  for f, l in added_lines(t, ".h")
+                  if code(f, l) and re.match(r"^\s*static\b(?!.*\binline\b)[^;=]*\(", l)
+                  and not l.rstrip().endswith(";")})
+    res.append(("static-in-header", "fail" if bad else "pass",
+                "; ".join(bad) or "no non-inline static function in a header (tools/ aside)"))
+    return res
+
+
+def write_lint(res, path):
+    """Print the checks, write them as JSON to PATH; the failures as problems."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"checks": [{"name": n, "verdict": v, "detail": d} for n, v, d in res],
+                   "passed": sum(v == "pass" for n, v, d in res),
+                   "failed": sum(v == "fail" for n, v, d in res)}, f, indent=1)
+    for n, v, d in res:
+        print("  lint %-17s %-4s %s" % (n + ":", v, d if v != "pass" else ""))
+    return ["lint %s: %s" % (n, d) for n, v, d in res if v == "fail"]
 
 
 def series_tree(base, names):
@@ -976,15 +1165,20 @@ def send_command(rev, outdir):
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "post"
-    rev = current_revision()
-    outdir = os.path.join(POST_OUT, "v%d" % rev)
     os.makedirs(WORK, exist_ok=True)
+    names = series_list()
+    base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
+    if not os.path.isdir(os.path.join(PTREE, ".git")):
+        run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+    tree = series_tree(base, names)
+    rev = current_revision(tree)
+    outdir = os.path.join(POST_OUT, "v%d" % rev)
+    recorded = rev in posted_revisions()
+    if recorded and mode != "--record":
+        print("  series/ and the cover letter are those of the recorded v%d: not a new "
+              "revision (v%d starts when either changes); %s v%d's messages" % (
+                  rev, rev + 1, "rebuilding" if mode == "post" else "checking", rev))
     if mode == "--verify":
-        names = series_list()
-        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
-        if not os.path.isdir(os.path.join(PTREE, ".git")):
-            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
-        tree = series_tree(base, names)
         stamp = os.path.join(outdir, "series.tree")
         if not os.path.exists(stamp) or open(stamp).read().strip() != tree:
             # make check on a clean clone, or after the series moved on
@@ -1010,11 +1204,6 @@ def main():
         if rev < 2:
             print("  no posted revision yet (cover-letter/posted/ is empty): nothing to compare")
             return 0
-        names = series_list()
-        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
-        if not os.path.isdir(os.path.join(PTREE, ".git")):
-            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
-        tree = series_tree(base, names)
         if read(os.path.join(outdir, "series.tree")) == tree:
             new_mbox = os.path.join(outdir, "thread.mbox")
             out_file = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
@@ -1027,11 +1216,11 @@ def main():
             print("  range-diff v%d..v%d (%s): %s" % (rev - 1, rev, os.path.relpath(
                 new_mbox, WS) if new_mbox.startswith(WS) else new_mbox, out_file))
     if mode == "--record":
+        if recorded:
+            raise Fail("v%d is already recorded as posted (cover-letter/posted/v%d.mbox) and "
+                       "nothing changed since: nothing to record" % (rev, rev))
         if not os.path.exists(os.path.join(outdir, "thread.mbox")):
             raise Fail("no %s/thread.mbox: run make posting first" % outdir)
-        names = series_list()
-        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
-        tree = series_tree(base, names)
         problems = verify(outdir, tree, len(names), base)
         if problems:
             raise Fail("the posting does not verify; not recording it:\n" + "\n".join(problems))
@@ -1041,6 +1230,8 @@ def main():
         shutil.copyfile(os.path.join(outdir, "thread.mbox"), dst)
         with open(os.path.join(d, "v%d.tree" % rev), "w") as f:
             f.write(tree + "\n")
+        # the cover as posted, for unchanged_since_posted()
+        shutil.copyfile(os.path.join(COVER_DIR, "cover.txt"), dst[:-5] + ".cover.txt")
         pre = save_preimage(rev, dst, base)
         # vN's changelog now speaks of a posted revision: its [[...]] become
         # the numbers they had in it (later revisions may renumber).
@@ -1059,24 +1250,19 @@ def main():
             with open(ch, "w") as f:
                 f.write("- No change since v%d yet.\n" % rev)
             made.append(ch)
-        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree", pre] + frozen + made]
+        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree", dst[:-5] + ".cover.txt",
+                                                 pre] + frozen + made]
         print("  recorded v%d as posted (cover Message-ID <%s>); the next posting is v%d" % (
             rev, cover_msgid(dst), rev + 1))
         print("  commit it:  git add %s && git commit -m 'cover-letter: record v%d as posted'"
               % (" ".join(rel), rev))
         return 0
     elif mode == "post":
-        names = series_list()
-        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
         # "No change since vN yet" must not go out with a changed series.
         prev_tree = os.path.join(COVER_DIR, "posted", "v%d.tree" % (rev - 1))
         ch = os.path.join(COVER_DIR, "changes", "v%d.txt" % rev)
-        os.makedirs(WORK, exist_ok=True)
-        if not os.path.isdir(os.path.join(PTREE, ".git")):
-            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
-        tree = series_tree(base, names)
         if rev > 1 and os.path.exists(prev_tree) and os.path.exists(ch) and \
-                open(ch).read().startswith("- No change since") and \
+                open(ch).read().startswith(NO_CHANGE) and \
                 open(prev_tree).read().strip() != tree:
             raise Fail("the series changed since v%d but %s still says there is no change: "
                        "describe the changes (see make range-diff)" % (rev - 1,

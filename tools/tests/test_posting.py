@@ -443,7 +443,12 @@ def test_record_keeps_preimage_and_numbers_then_range_diff_uses_them(tmp_path):
     import tarfile
     names = tarfile.open(str(cov / "posted" / "v2.preimage.tar.xz")).getnames()
     assert "security/yama/yama_lsm.c" in names
-    # the next revision is v3; make range-diff compares series/ with v2
+    # nothing changed: still v2, not a new revision
+    p = subprocess.run([os.path.join(WS, "tools/posting"), "--record"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    assert p.returncode != 0 and "already recorded" in p.stdout, p.stdout
+    # a changed cover starts v3; make range-diff compares series/ with v2
+    (cov / "cover.txt").write_text((cov / "cover.txt").read_text() + "\nOne more line.\n")
     p = subprocess.run([os.path.join(WS, "tools/range-diff")], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True)
     assert p.returncode == 0, p.stdout
