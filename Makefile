@@ -50,7 +50,7 @@ selftests: tree
 vfs-diff: tree
 	@$(TOOLS)/vfs-diff
 
-## mutations: break one rule at a time (kunit/mutations, selftests/vfs-diff/inject): KUnit and vfs-diff must fail
+## mutations: break one rule at a time (kunit/mutations, selftests/mutations, selftests/vfs-diff/inject): the stage must fail
 mutations: tree
 	@$(TOOLS)/mutations
 
