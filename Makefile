@@ -75,7 +75,7 @@ review: deps
 	@$(TOOLS)/review "$(MBOX)"
 
 ## trailers: Reviewed-by/Acked-by/... from the replies in MBOX=FILE onto the tree's commits, exported to series/
-trailers:
+trailers: tree
 	@$(TOOLS)/trailers "$(MBOX)"
 
 ## check: all tests (tools, tree, gates, KUnit, kselftests, posting proof)

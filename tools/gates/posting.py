@@ -138,6 +138,16 @@ def posted_revisions():
     return sorted(revs)
 
 
+def series_messages(names=None):
+    """The commit messages of series/ (each patch file up to its "---"),
+    hashed: trailers and rewordings change it, the code does not."""
+    h = hashlib.sha1()
+    for name in names if names is not None else series_list():
+        with open(os.path.join(SERIES_DIR, name), encoding="utf-8", errors="replace") as f:
+            h.update(f.read().split("\n---\n", 1)[0].encode())
+    return h.hexdigest()
+
+
 def unchanged_since_posted(tree):
     """The last recorded revision N when the series (its TREE) and the cover
     letter are still those of vN, else None. The one place that compares the
@@ -151,6 +161,9 @@ def unchanged_since_posted(tree):
     n = revs[-1]
     posted = os.path.join(COVER_DIR, "posted", "v%d" % n)
     if read(posted + ".tree") != tree:
+        return None
+    messages = read(posted + ".messages")
+    if messages is not None and messages.strip() != series_messages():
         return None
     kept = read(posted + ".cover.txt")
     if kept is not None and kept != read(os.path.join(COVER_DIR, "cover.txt")):
@@ -943,7 +956,7 @@ def lint(info, tree, base, meant_to_send=True):
                 "; ".join(bad) or "no new inline in .c files (tools/ aside)"))
     bad = sorted({"%s: %s" % (f, l.strip()) for t in texts.values()
                   for f, l in added_lines(t, ".h")
-                  if code(f, l) and re.match(r"^\s*static\b(?!.*\binline\b)[^;=]*\(", l)
+                  if code(f, l) and re.match(r"^\s*static\b(?!.*inline\b)[^;=]*\(", l)
                   and not l.rstrip().endswith(";")})
     res.append(("static-in-header", "fail" if bad else "pass",
                 "; ".join(bad) or "no non-inline static function in a header (tools/ aside)"))
@@ -1230,8 +1243,10 @@ def main():
         shutil.copyfile(os.path.join(outdir, "thread.mbox"), dst)
         with open(os.path.join(d, "v%d.tree" % rev), "w") as f:
             f.write(tree + "\n")
-        # the cover as posted, for unchanged_since_posted()
+        # the cover and the commit messages as posted, for unchanged_since_posted()
         shutil.copyfile(os.path.join(COVER_DIR, "cover.txt"), dst[:-5] + ".cover.txt")
+        with open(dst[:-5] + ".messages", "w") as f:
+            f.write(series_messages(names) + "\n")
         pre = save_preimage(rev, dst, base)
         # vN's changelog now speaks of a posted revision: its [[...]] become
         # the numbers they had in it (later revisions may renumber).
@@ -1251,7 +1266,7 @@ def main():
                 f.write("- No change since v%d yet.\n" % rev)
             made.append(ch)
         rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree", dst[:-5] + ".cover.txt",
-                                                 pre] + frozen + made]
+                                                 dst[:-5] + ".messages", pre] + frozen + made]
         print("  recorded v%d as posted (cover Message-ID <%s>); the next posting is v%d" % (
             rev, cover_msgid(dst), rev + 1))
         print("  commit it:  git add %s && git commit -m 'cover-letter: record v%d as posted'"

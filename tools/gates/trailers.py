@@ -32,10 +32,19 @@ from posting import Fail, run, run_rc  # noqa: E402
 TREE = os.environ["TREE"]
 RESULTS = os.environ.get("RESULTS", os.path.join(posting.BUILD, "results"))
 KEYS = ["Reviewed-by", "Acked-by", "Tested-by", "Reported-by", "Suggested-by"]
-# A line that means to be one of KEYS (any case, "-" or " ", colon or not).
-LOOSE = re.compile(r"^\s*(reviewed|acked|tested|reported|suggested)[- ]by\b\s*:?\s*(.*)$", re.I)
-STRICT = re.compile(r"^(%s): (\S[^<>]*\S) <([^<>@\s]+@[^<>@\s]+\.[^<>@\s]+)>$" % "|".join(KEYS))
-NAK = re.compile(r"(^Nacked-by:|\bNAK\b|\bNACK\b)")
+# A line that means to be one of KEYS: any case, "-" or " ", with a colon,
+# or without one but with an address ("Acked-by Serge serge at example.org");
+# "Tested by booting it on arm64" is prose, not a trailer.
+LOOSE = re.compile(r"^\s*(reviewed|acked|tested|reported|suggested)[- ]by"
+                   r"(\s*:.*|\s+.*(<|@|\sat\s).*)$", re.I)
+STRICT = re.compile(r"^(%s):\s+(\S[^<>]*\S) <([^<>@\s]+@[^<>@\s]+\.[^<>@\s]+)>$"
+                    % "|".join(KEYS), re.I)
+CANONICAL = {k.lower(): k for k in KEYS}
+# A NAK: a Nacked-by: trailer, or a line of the reply's own that opens with
+# NAK/NACK ("NAK, this breaks ..."); not "this is not a NAK".
+NAK = re.compile(r"(?i:^\s*nack(ed)?-by:)|^\s*(NAK|NACK)\b")
+# Any trailer already in a commit message.
+TRAILER = re.compile(r"(?i)^[a-z-]+-by:\s*")
 
 
 def git(*args, **kw):
@@ -92,7 +101,7 @@ def own_and_quoted(text):
     for line in text.split("\n"):
         if line == "-- ":
             break
-        if line.startswith(">"):
+        if line.lstrip().startswith(">"):
             quoted.append(line)
         elif not re.match(r"^On .* wrote:$", line):
             own.append(line)
@@ -152,13 +161,17 @@ def collect(msgs, ids, tree_commits):
                 errors.append("reply %s: malformed trailer line %r (want \"Key-by: Name "
                               "<address>\")" % (where, line.strip()))
                 continue
-            found.append("%s: %s <%s>" % st.groups())
+            key, name, addr = st.groups()
+            found.append("%s: %s <%s>" % (CANONICAL[key.lower()], name, addr))
         text = [l for l in own if l.strip() and not LOOSE.match(l)]
         nak = any(NAK.search(l) for l in own)
         if nak or (not found and text):
             comments.append({"patch": "the cover letter (all patches)" if t == "cover" else t,
                              "from": frm, "message_id": mid(m.get("Message-ID")), "nak": nak,
-                             "quoted": quoted[:12], "says": text[:12]})
+                             "quoted": quoted[:12], "says": text[:12],
+                             "trailers_not_taken": found if nak else []})
+        if nak:
+            continue  # a reply that NAKs gives no trailer: answer it first
         for tr in found:
             for s in (subjects if t == "cover" else [t]):
                 adds.setdefault(s, []).append(tr)
@@ -171,15 +184,16 @@ def trailer_key(line):
 
 
 def new_message(body, trailers):
-    """BODY with TRAILERS inserted above its closing Signed-off-by: lines
-    (after its last trailer, or in a block of their own, when it has none)."""
+    """BODY with TRAILERS at the end of its trailer block, before trailing
+    Link: lines, so that Co-developed-by/Signed-off-by pairs stay together
+    (in a block of their own when it has none)."""
     lines = body.rstrip("\n").split("\n")
-    i = len(lines)
-    while i > 0 and lines[i - 1].startswith("Signed-off-by:"):
-        i -= 1
-    if i == len(lines) and not re.match(r"^[A-Za-z-]+: ", lines[-1]):
+    if not re.match(r"^[A-Za-z-]+: ", lines[-1]):
         lines.append("")
-        i = len(lines)
+        return "\n".join(lines + trailers) + "\n"
+    i = len(lines)
+    while i > 0 and lines[i - 1].startswith("Link:"):
+        i -= 1
     return "\n".join(lines[:i] + trailers + lines[i:]) + "\n"
 
 
@@ -203,7 +217,7 @@ def main():
     # What is new for each commit (not in it already, not twice).
     plan, skipped = [], []
     for sha, subj, body in tree_commits:
-        have = {trailer_key(l) for l in body.split("\n") if re.match(r"^[A-Za-z-]+-by: ", l)}
+        have = {trailer_key(l) for l in body.split("\n") if TRAILER.match(l)}
         new = []
         for tr in adds.get(subj, []):
             k = trailer_key(tr)
@@ -239,6 +253,8 @@ def main():
             print("      " + q)
         for s in c["says"]:
             print("    | " + s)
+        for tr in c.get("trailers_not_taken", []):
+            print("    not taken (the reply NAKs): " + tr)
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "trailers.json"), "w") as f:
         json.dump({"mbox": os.path.abspath(sys.argv[1]), "added": [

@@ -160,14 +160,15 @@ class Trailers(unittest.TestCase):
         rc, out = self.trailers("replies.mbox")
         self.assertEqual(rc, 0, out)
         m1, m2 = self.messages()[:2]
-        self.assertIn("Reviewed-by: Kees Cook <kees@example.org>\n"
+        # at the end of the trailer block, after the sign-off
+        self.assertIn("Signed-off-by: Jane Doe <jane@example.org>\n"
+                      "Reviewed-by: Kees Cook <kees@example.org>\n"
                       "Acked-by: Serge Hallyn <serge@example.org>\n"
-                      "Tested-by: Paul Moore <paul@example.org>\n"
-                      "Signed-off-by: Jane Doe <jane@example.org>", m1)
+                      "Tested-by: Paul Moore <paul@example.org>\n", m1)
         # the cover's Reviewed-by on every patch; patch 2's own (by subject)
-        self.assertIn("Reviewed-by: Kees Cook <kees@example.org>\n"
-                      "Suggested-by: Linus Torvalds <torvalds@example.org>\n"
-                      "Signed-off-by: Jane Doe <jane@example.org>", m2)
+        self.assertIn("Signed-off-by: Jane Doe <jane@example.org>\n"
+                      "Reviewed-by: Kees Cook <kees@example.org>\n"
+                      "Suggested-by: Linus Torvalds <torvalds@example.org>\n", m2)
         self.assertNotIn("Acked-by", m2)
         # same trees, new commits; exported to series/
         self.assertEqual(git(self.tree, "rev-parse", "HEAD^{tree}"),
@@ -264,6 +265,13 @@ class Revision(unittest.TestCase):
         self.assertEqual(posting.current_revision("a" * 40), 3)
         self.write("cover.txt", "security: Yama LSM: x\n")
         self.write("changes/v3.txt", "- Reworded the cover.\n")
+        self.assertEqual(posting.current_revision("a" * 40), 3)
+
+    def test_changed_commit_messages_start_the_next_revision(self):
+        """make trailers changes messages, not code: still a new revision."""
+        self.write("posted/v2.messages", posting.series_messages() + "\n")
+        self.assertEqual(posting.current_revision("a" * 40), 2)
+        self.write("posted/v2.messages", "0" * 40 + "\n")
         self.assertEqual(posting.current_revision("a" * 40), 3)
 
     def test_the_workspace_prepares_v2(self):
@@ -371,10 +379,62 @@ class Lint(unittest.TestCase):
         res = self.lint(self.series(added="static inline int f(void)",
                                     path="include/linux/yama.h"))
         self.assertEqual(res["static-in-header"][0], "pass")
+        res = self.lint(self.series(added="static __always_inline int f(void)",
+                                    path="include/linux/yama.h"))
+        self.assertEqual(res["static-in-header"][0], "pass")
         # user space (the kselftests) is not kernel code
         res = self.lint(self.series(added="static int f(void)",
                                     path="tools/testing/selftests/yama/common.h"))
         self.assertEqual(res["static-in-header"][0], "pass")
+
+
+os.environ.setdefault("TREE", "/nonexistent")
+import trailers  # noqa: E402
+
+
+class TrailerLines(unittest.TestCase):
+    """How make trailers reads reply lines and where it puts trailers."""
+
+    def test_prose_is_not_a_trailer_and_variants_are(self):
+        self.assertIsNone(trailers.LOOSE.match("Tested by booting it on arm64."))
+        self.assertIsNone(trailers.LOOSE.match("Reported by syzbot a while ago"))
+        st = trailers.STRICT.match("Reviewed-By:  Kees Cook <kees@example.org>")
+        self.assertIsNotNone(st)
+        self.assertEqual(trailers.CANONICAL[st.group(1).lower()], "Reviewed-by")
+        # meant as a trailer (an address), but malformed: reported
+        bad = "Acked-by Jane <jane@example.org>"
+        self.assertTrue(trailers.LOOSE.match(bad) and not trailers.STRICT.match(bad))
+
+    def test_an_existing_trailer_in_another_case_is_a_duplicate(self):
+        line = "Reviewed-By: Kees Cook <Kees@Example.org>"
+        self.assertTrue(trailers.TRAILER.match(line))
+        self.assertEqual(trailers.trailer_key(line),
+                         trailers.trailer_key("Reviewed-by: Kees Cook <kees@example.org>"))
+
+    def test_naks(self):
+        for line in ("NAK, this breaks ptrace.", "NACK.", "Nacked-by: J <j@example.org>",
+                     "  nacked-by: J <j@example.org>"):
+            self.assertTrue(trailers.NAK.search(line), line)
+        for line in ("This is not a NAK, just a question.",
+                     "The device answers with a NAK here.", "> NAK"):
+            self.assertFalse(trailers.NAK.search(line), line)
+
+    def test_quoted_lines_are_not_the_repliers(self):
+        own, quoted = trailers.own_and_quoted("  > NAK\nLooks good.\n")
+        self.assertEqual(quoted, ["  > NAK"])
+        self.assertNotIn("  > NAK", own)
+
+    def test_placement_keeps_co_developer_pairs_and_link_last(self):
+        body = ("yama: x\n\nWhy.\n\nCo-developed-by: A <a@example.org>\n"
+                "Signed-off-by: A <a@example.org>\nSigned-off-by: J <j@example.org>\n"
+                "Link: https://example.org/x\n")
+        new = trailers.new_message(body, ["Reviewed-by: K <k@example.org>"])
+        self.assertEqual(new.splitlines()[-5:], [
+            "Co-developed-by: A <a@example.org>", "Signed-off-by: A <a@example.org>",
+            "Signed-off-by: J <j@example.org>", "Reviewed-by: K <k@example.org>",
+            "Link: https://example.org/x"])
+        new = trailers.new_message("yama: x\n\nWhy.\n", ["Acked-by: K <k@example.org>"])
+        self.assertEqual(new, "yama: x\n\nWhy.\n\nAcked-by: K <k@example.org>\n")
 
 
 if __name__ == "__main__":
