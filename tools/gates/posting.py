@@ -285,9 +285,10 @@ def selftests_lines(sj):
         extra = " ".join(w for w in v.get("cmdline", "").split()
                          if w.split("=")[0] not in ("console", "panic", "rdinit")
                          and not w.startswith(("selftests.", "vfsdiff.")))
-        out.append("  - %s: %d/%d/%d%s" % (
+        out.append(textwrap.fill("- %s: %d/%d/%d%s" % (
             name, v.get("pass", 0), v.get("fail", 0), v.get("skip", 0),
-            " (%s)" % extra if extra else ""))
+            " (%s)" % extra if extra else ""), width=72, initial_indent="  ",
+            subsequent_indent="    ", break_long_words=False, break_on_hyphens=False))
         d = v.get("counts", {}).get("vfs_diff")
         if d:
             diff = d

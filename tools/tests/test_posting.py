@@ -53,6 +53,7 @@ def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
     # One line per boot, with what the boot changes on the command line.
     assert "- default: 160/0/5" in text
     assert "- cmdline: 160/0/5 (sysctl.kernel.yama.ptrace_scope=2" in text
+    assert max(len(l) for l in text.splitlines()) <= 72, text
     assert "- no-yama: 0/0/165 (lsm=landlock)" in text
     assert "- landlock: 162/0/3 (lsm=landlock,yama)" in text
     assert "not run" not in text
