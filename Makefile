@@ -12,9 +12,9 @@ TOOLS := tools
 .PHONY: all help deps tree export series-check kunit selftests vfs-diff mutations bench \
 	posting range-diff record-posting review trailers check check-debug test-tools clean
 
-## all: the posting, checked: gates, KUnit (default config) and the default kselftest boot run first, so its Testing section reports real results
+## all: the posting, checked: gates, KUnit and the default kselftest boot run first, so its Testing section reports real results
 all: series-check
-	@KUNIT_CONFIGS=default $(TOOLS)/kunit
+	@$(TOOLS)/kunit
 	@SCENARIOS=default $(TOOLS)/selftests
 	@$(TOOLS)/posting
 
@@ -38,7 +38,7 @@ export:
 series-check: tree
 	@$(TOOLS)/series-check
 
-## kunit: kunit.py run --arch=x86_64 for the tree's and kunit/ configs (QEMU)
+## kunit: kunit.py run --arch=x86_64 of Yama's suites in the test kernel (tools/test-kernel, shared with selftests; QEMU)
 kunit: tree
 	@$(TOOLS)/kunit
 

@@ -134,3 +134,20 @@ wait_for() {
 tree_has_yama_kunit() {
 	grep -qs '^config SECURITY_YAMA_KUNIT_TEST$' "$1/security/yama/Kconfig"
 }
+
+# test_kernel_dir SRC [EXTRA...]: the build folder of the test kernel of
+# tree SRC (tools/test-kernel) with the named extra config fragments; make
+# kunit and make selftests share it.
+test_kernel_dir() {
+	local src=$1 d e
+	shift
+	if [ "$(realpath "$src")" = "$(realpath -m "$TREE")" ]; then
+		d=$BUILD/kernel
+	else
+		d=$BUILD/kernel-$(basename "$src")
+	fi
+	for e in "$@"; do
+		d=$d+$e
+	done
+	echo "$d"
+}

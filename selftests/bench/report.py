@@ -242,64 +242,105 @@ def read_meta(path):
     return meta
 
 
-def workspace(bench_dir, prefix):
-    runs = {}
-    for label in ("cold", "warm"):
-        p = os.path.join(bench_dir, f"check-{label}.tsv")
-        if os.path.exists(p):
-            runs[label] = {"stages": read_tsv(p),
-                           "meta": read_meta(os.path.join(bench_dir, f"check-{label}.meta"))}
-    loop = []
-    lp = os.path.join(bench_dir, "loop.tsv")
-    if os.path.exists(lp):
-        with open(lp) as f:
+# The loops of issue 15 and their targets (seconds, 2 cores): the
+# loops.tsv rows (measured now, before and after side by side) and the
+# recorded make check runs (records/check-LABEL.tsv, tools/bench
+# --record-check LABEL: cold and warm, each "-before" for the baseline).
+LOOP_TARGETS = {"kunit": ("uncommitted edit -> make kunit verdict", 15),
+                "selftests": ("uncommitted edit -> make selftests verdict, all boots", 45),
+                "check": ("warm make check, nothing changed", 120)}
+RECORD_TARGETS = {"cold": ("cold make check, fresh clone, empty ccache", 25 * 60),
+                  "warm": ("warm make check, nothing changed (recorded)", 120)}
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if not n else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
+
+
+def read_loops(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
             for line in f:
                 p = line.rstrip("\n").split("\t")
-                if len(p) >= 4:
-                    loop.append({"what": p[0], "seconds": float(p[1]),
-                                 "target": float(p[2]) if p[2] else None,
-                                 "detail": p[3]})
-    stages = []
-    for label in runs:
-        for s in runs[label]["stages"]:
-            if s["stage"] not in stages:
-                stages.append(s["stage"])
-    lines = ["Workspace side: make check stage times in seconds "
-             "(2 shared cores; cold = empty build dir and empty ccache)"]
-    for label, r in runs.items():
-        m = r["meta"]
-        lines.append(f"  {label}: {m.get('when', '?')}, {m.get('how', '')}, "
-                     f"wall {m.get('wall', '?')} s, load {m.get('load', '?')}")
-    lines.append(f"{'stage':<14}{'cold':>8}{'verdict':>9}{'warm':>8}{'verdict':>9}")
-    totals = {}
-    for st in stages:
-        cells = []
-        for label in ("cold", "warm"):
-            row = next((s for s in runs.get(label, {}).get("stages", [])
-                        if s["stage"] == st), None)
-            if row and row["verdict"] != "pass" and row["seconds"] == 0:
-                # Failed before doing anything (e.g. its patch not yet in
-                # the tree): no time to report.
-                cells.append(f"{'n/a':>8}{row['verdict']:>9}")
-            elif row:
-                totals[label] = totals.get(label, 0) + row["seconds"]
-                cells.append(f"{row['seconds']:>8}{row['verdict']:>9}")
-            else:
-                cells.append(f"{'-':>8}{'':>9}")
-        lines.append(f"{st:<14}" + "".join(cells))
-    lines.append(f"{'sum':<14}{totals.get('cold', '-'):>8}{'':>9}{totals.get('warm', '-'):>8}")
-    if not runs:
-        lines.append("  (no run recorded: tools/bench --record-check cold|warm)")
-    lines.append("Edit loop: touch security/yama/yama_lsm.c, then")
-    for e in loop:
-        t = e["target"]
-        met = "" if t is None else (f"target {t:g} s: {'met' if e['seconds'] <= t else 'MISSED'}")
-        lines.append(f"  {e['what']:<46}{e['seconds']:>7.1f} s  {met}  {e['detail']}")
-    if not loop:
-        lines.append("  (not measured)")
+                if len(p) >= 6:
+                    rows.append({"loop": p[0], "side": p[1], "run": int(p[2]),
+                                 "seconds": float(p[3]), "verdict": p[4],
+                                 "load": p[5]})
+    return rows
+
+
+def secs(x):
+    return "-" if x is None else ("%.0f" % x if x >= 100 else "%.1f" % x)
+
+
+def workspace(bench_dir, prefix):
+    records_dir = os.environ.get("BENCH_RECORDS") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "records")
+    loops = read_loops(os.path.join(bench_dir, "loops.tsv"))
+    out = {"loops": {}, "records": {}}
+    lines = ["Workspace side: the loops users wait for (2 shared cores), seconds.",
+             "Medians of the timed runs (a warm-up run of each side first is not",
+             "counted); before = the workspace before the speed work, after = now,",
+             "run alternately in one make bench; ratio = after / before.",
+             "%-52s %7s %7s %6s %4s %7s  %s" % ("loop", "before", "after", "ratio",
+                                                "runs", "target", "load")]
+    for loop, (what, target) in LOOP_TARGETS.items():
+        rows = [r for r in loops if r["loop"] == loop and r["run"] > 0]
+        if not rows:
+            continue
+        bef = median([r["seconds"] for r in rows if r["side"] == "before"])
+        aft = median([r["seconds"] for r in rows if r["side"] == "after"])
+        ratio = aft / bef if bef and aft is not None else None
+        bad = [r for r in rows if "(exit 0)" not in r["verdict"]]
+        runs = min(sum(r["side"] == s for r in rows) for s in ("before", "after"))
+        met = aft is not None and aft <= target
+        loads = sorted(r["load"] for r in rows)
+        lines.append("%-52s %7s %7s %6s %4d %7s  %s" % (
+            what, secs(bef), secs(aft), "-" if ratio is None else "%.2f" % ratio, runs,
+            "%d %s" % (target, "met" if met else "MISSED"),
+            "%s-%s" % (loads[0], loads[-1])))
+        for r in bad:
+            lines.append("    FAILED RUN: %s %s run %d: %s" % (loop, r["side"], r["run"], r["verdict"]))
+        out["loops"][loop] = {"what": what, "before": bef, "after": aft, "ratio": ratio,
+                              "runs": runs, "target": target, "met": met,
+                              "failed_runs": len(bad), "rows": rows}
+    for label, (what, target) in RECORD_TARGETS.items():
+        recs = {}
+        for side, suffix in (("before", "-before"), ("after", "")):
+            pth = os.path.join(records_dir, "check-%s%s.tsv" % (label, suffix))
+            if os.path.exists(pth):
+                recs[side] = {"stages": read_tsv(pth),
+                              "meta": read_meta(pth[:-4] + ".meta")}
+        if not recs:
+            continue
+        wall = {s: int(r["meta"].get("wall") or sum(x["seconds"] for x in r["stages"]))
+                for s, r in recs.items()}
+        ratio = wall["after"] / wall["before"] if len(wall) == 2 else None
+        met = "after" in wall and wall["after"] <= target
+        lines.append("%-52s %7s %7s %6s %4s %7s  %s" % (
+            what, wall.get("before", "-"), wall.get("after", "-"),
+            "-" if ratio is None else "%.2f" % ratio, "1",
+            "%d %s" % (target, "met" if met else "MISSED") if "after" in wall else "%d" % target,
+            "; ".join("%s: %s, load %s" % (s, r["meta"].get("when", "?"), r["meta"].get("load", "?"))
+                      for s, r in recs.items())))
+        for s, r in recs.items():
+            lines.append("    %s: %s" % (s, ", ".join("%s %ds" % (x["stage"], x["seconds"])
+                                                    for x in r["stages"])))
+            if r["meta"].get("how"):
+                lines.append("      (%s)" % r["meta"]["how"])
+        out["records"][label] = {"what": what, "wall": wall, "ratio": ratio,
+                                 "target": target, "met": met,
+                                 "stages": {s: r["stages"] for s, r in recs.items()},
+                                 "meta": {s: r["meta"] for s, r in recs.items()}}
+    if len(lines) == 5:
+        lines.append("  (nothing measured: make bench, BENCH_LOOPS=..., or "
+                     "tools/bench --record-check LABEL)")
     text = "\n".join(lines) + "\n"
     with open(prefix + ".json", "w") as f:
-        json.dump({"runs": runs, "loop": loop, "totals": totals}, f, indent=1)
+        json.dump(out, f, indent=1)
     with open(prefix + ".txt", "w") as f:
         f.write(text)
     sys.stdout.write(text)

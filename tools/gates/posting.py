@@ -258,14 +258,19 @@ def kunit_lines(kj):
         kj[c].get("skipped", 0)) for c in configs
         if kj[c].get("failed", 0) or kj[c].get("crashed", 0)
         or kj[c].get("skipped", 0)]
-    text = "- KUnit (`make kunit`: kunit.py run --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in %s config%s (%s)." % (
+    if configs == ["default"]:
+        where = "in the kernel the kselftests boot (lockdep, PROVE_RCU on)"
+    else:
+        where = "in %s config%s (%s)" % (
+            "each of %d" % len(configs) if len(configs) > 1 else "1",
+            "s" if len(configs) > 1 else "", ", ".join(configs))
+    text = "- KUnit (`make kunit`: kunit.py run --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s %s." % (
         cases, len(suites),
         ", ".join("%s %d" % (n, v.get("passed", 0) + v.get("failed", 0)
                              + v.get("crashed", 0) + v.get("skipped", 0))
                   for n, v in sorted(suites.items())),
         "all passed" if not bad else "NOT all passed: " + "; ".join(bad),
-        "each of %d" % len(configs) if len(configs) > 1 else "1",
-        "s" if len(configs) > 1 else "", ", ".join(configs))
+        where)
     return [textwrap.fill(text, width=72, subsequent_indent="  ",
                           break_on_hyphens=False)]
 

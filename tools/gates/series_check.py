@@ -4,11 +4,21 @@ checked on its own (checkpatch, W=1 build, sparse on the touched files,
 kernel-doc on the touched C files); the tip is also built in a small config
 matrix and its rst documentation is parsed.
 
+Cost: the tip is built first and the earlier states after it, back to
+patch 1, so a cold run builds the kernel whole once per build directory
+(o-main, o-sysctl); the base is never built whole, only the objects that
+warn in some build of the series (base_warnings), to tell a new warning
+from one the base has.
+
 Called by tools/series-check (which prints the stage banner and verdict).
 
 Layout under $GATES_DIR (default $BUILD/gates):
-  src/          a `git clone --shared` of $TREE: the only checkout it builds
-  o-main/       the out-of-tree build directory (make O=), kept between runs
+  linux/        a `git clone --shared` of $TREE: the only checkout it builds
+  o-main/       the out-of-tree build directory (make O=), kept between runs;
+                its config at the tip is the test kernel's (tools/test-kernel:
+                the same fragments, W=1, ARCH=x86_64), and linux/ is to o-main/
+                what build/linux is to build/kernel (../linux), so ccache
+                (CCACHE_BASEDIR) gives the test kernel what the tip compiled
   cfg/          allnoconfig results at the base, one per config of the matrix
   cache/        one JSON per gate run, named by a hash of everything the gate
                 reads (patch bytes, tree ids, config fragment, tool versions):
@@ -20,6 +30,7 @@ when SERIES_DIR is overridden), JOBS (make -j, default 2).
 
 import collections
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -37,7 +48,8 @@ RESULTS = os.environ.get("RESULTS", os.path.join(BUILD, "results"))
 DEFAULT_SERIES = os.path.join(WS, "series")
 SERIES_DIR = os.path.abspath(os.environ.get("SERIES_DIR") or DEFAULT_SERIES)
 G = os.path.abspath(os.environ.get("GATES_DIR") or os.path.join(BUILD, "gates"))
-SRC = os.path.join(G, "src")
+SRC = os.path.join(G, "linux")
+OLD_SRC = os.path.join(G, "src")    # the checkout's name until 2026-12
 ODIR = os.path.join(G, "o-main")
 # Build directories: one per config whose switch rebuilds most of the
 # kernel (SYSCTL=n touches almost every object through sysctl.h), so warm
@@ -66,9 +78,9 @@ else:
 
 PATCH_GATES = ["apply", "checkpatch", "build", "sparse", "kernel-doc"]
 TIP_GATES = ["yama=n", "sysctl=n", "kunit-test=n", "kunit-test=y", "rst"]
-# The test kernel config: the QEMU boot fragment, the selftests' fragment of
-# the tip (when the series has one), and what Yama needs; KUnit on so the
-# KUnit test code is compiled and checked too (KUnit itself is small).
+# The main config is the test kernel's (fragment()); this part is what the
+# gates need of it whatever the fragments say: Yama, sysctl, and KUnit on
+# so the KUnit test code is compiled and checked too.
 # SECURITY_PATH: patch 4 makes Yama select it; set from the base on, so the
 # config of every state equals the tip's except for Yama's own symbols and
 # no patch flips a symbol that security.h (nearly every object) tests.
@@ -124,20 +136,43 @@ def progress(msg):
     print("  [%4ds] %s" % (time.time() - T0, msg), flush=True)
 
 
+def objects_since(odir, t0=0):
+    """Objects (.o) under odir written since t0 (all with t0=0)."""
+    n = 0
+    for root, _dirs, files in os.walk(odir):
+        for fn in files:
+            if fn.endswith(".o") and (not t0 or os.path.getmtime(os.path.join(root, fn)) >= t0):
+                n += 1
+    return n
+
+
 def run(cmd, cwd=None, env=None, check=False, inp=None):
     e = dict(os.environ)
     e["LC_ALL"] = "C"
+    # As tools/test-kernel and kunit.py --arch=x86_64 build.
+    e["ARCH"] = "x86_64"
     if env:
         e.update(env)
     # A progress line every 30 s while a long command (a build) runs.
     done = threading.Event()
     t0 = time.time()
 
+    odir = next((a[2:] for a in cmd if a.startswith("O=")), None)
+
     def heartbeat():
         while not done.wait(30):
-            progress("  ... %s still running (%ds)" % (
+            built = ""
+            if odir and "vmlinux" in cmd:
+                n = objects_since(odir, t0)
+                try:
+                    with open(os.path.join(odir, ".objects")) as f:
+                        built = ", %d objects built (the last full build has %s)" % (
+                            n, f.read().strip())
+                except OSError:
+                    built = ", %d objects built" % n
+            progress("  ... %s still running (%ds%s)" % (
                 " ".join(a for a in cmd if not a.startswith("O="))[:60],
-                time.time() - t0))
+                time.time() - t0, built))
     beat = threading.Thread(target=heartbeat, daemon=True)
     beat.start()
     try:
@@ -177,7 +212,7 @@ def file_sha(path):
 
 # Everything that changes what a gate records: GATES_VERSION (bump it when
 # a change of this script changes the cached results), cc-wrap, sparse, gcc.
-GATES_VERSION = "2"
+GATES_VERSION = "3"
 TOOLS = sha(GATES_VERSION, file_sha(CCWRAP),
             run(["gcc", "--version"])[1], run(["sparse", "--version"])[1])
 
@@ -214,7 +249,7 @@ def norm(line):
     """A warning line without paths of the build and without line numbers,
     so the same warning matches across patches that move code."""
     line = ANSI.sub("", line).strip()
-    for p in (SRC + "/", "../src/"):
+    for p in (SRC + "/", "../linux/"):
         line = line.replace(p, "")
     line = re.sub(re.escape(G) + r"/o-[^/ ]+/", "", line)
     line = LINENO.sub(r"\1:", line)
@@ -242,6 +277,10 @@ def ensure_src():
                 "refs/tags/base^{commit}"])[1].strip()
     if not base:
         sys.exit("error: %s has no tag 'base'; run make tree" % TREE)
+    if os.path.isdir(OLD_SRC):
+        progress("removing the checkout's old folder %s" % OLD_SRC)
+        run(["rm", "-rf", OLD_SRC] + [os.path.join(G, d) for d in os.listdir(G)
+                                       if d.startswith("o-")])
     if not os.path.isdir(os.path.join(SRC, ".git")):
         progress("cloning %s -> %s (shared objects)" % (TREE, SRC))
         os.makedirs(G, exist_ok=True)
@@ -433,13 +472,18 @@ def base_selected_symbols(base, tip):
 
 
 def fragment(tip, base=None):
-    parts = []
-    with open(os.path.join(WS, "selftests/config/qemu-x86_64.config")) as f:
-        parts.append(f.read())
+    """The main config's fragment: what the gates need (BASE_FRAGMENT),
+    then the test kernel's fragments in tools/test-kernel's order, the
+    tests' config of the tip last, so that the tip's main config is the
+    test kernel's config."""
+    parts = [BASE_FRAGMENT]
+    for path in sorted(glob.glob(os.path.join(WS, "selftests/config/*.config"))) + \
+            [os.path.join(WS, "kunit/yama.kunitconfig")]:
+        with open(path) as f:
+            parts.append(f.read())
     st_cfg = blob(tip, "tools/testing/selftests/yama/config")
     if st_cfg:
         parts.append(st_cfg)
-    parts.append(BASE_FRAGMENT)
     if base is not None:
         sel = base_selected_symbols(base, tip)
         if sel:
@@ -603,9 +647,12 @@ def state_warnings(output, scope=None):
     object by cc-wrap (also for objects this build did not recompile),
     and the ones make printed itself (objtool, kernel-doc, ld, modpost).
     With a scope (the tip's matrix builds), only the warnings of objects
-    in_scope(): see main() for why that is enough."""
+    in_scope(): see main() for why that is enough.
+    Returns the warnings and, per warning, the objects that gave it
+    (relative to the build directory; "(make)" for make's own lines)."""
     objs = members()
     warns = set()
+    sources = collections.defaultdict(set)
     for root, dirs, files in os.walk(ODIR):
         if root == ODIR:
             dirs[:] = [d for d in dirs if d not in ("scripts", "tools", "usr")]
@@ -614,14 +661,18 @@ def state_warnings(output, scope=None):
                 obj = os.path.join(root, fn[:-5])
                 if obj in objs and (scope is None or in_scope(obj, scope)):
                     with open(os.path.join(root, fn), errors="replace") as f:
-                        warns.update(norm(l) for l in diag_lines(f.read()))
+                        for w in {norm(l) for l in diag_lines(f.read())}:
+                            warns.add(w)
+                            sources[w].add(os.path.relpath(obj, ODIR))
     # make's own lines: objtool, ld, modpost. The kernel-doc lines that W=1
     # prints (file:line: warning:, no column) are left to the kernel-doc
     # gate, which compares each file with its previous version.
-    warns.update(norm(l) for l in diag_lines(output)
-                 if not KDOC_LINE.match(ANSI.sub("", l)) and
-                 (scope is None or line_in_scope(l, scope, objs)))
-    return warns
+    for l in diag_lines(output):
+        if not KDOC_LINE.match(ANSI.sub("", l)) and \
+                (scope is None or line_in_scope(l, scope, objs)):
+            warns.add(norm(l))
+            sources[norm(l)].add("(make)")
+    return warns, {w: sorted(v) for w, v in sources.items()}
 
 
 def build_state(base, state, cfgname, frag, label, scope=None):
@@ -660,17 +711,63 @@ def build_state(base, state, cfgname, frag, label, scope=None):
     progress("  make W=1 vmlinux (%s) ..." % cfgname)
     rc, out = make(["vmlinux"], log=os.path.join(G, "last-build.log"))
     progress("  make done in %ds (rc %d)" % (time.time() - t, rc))
+    if rc == 0:
+        with open(os.path.join(ODIR, ".objects"), "w") as f:
+            f.write("%d\n" % objects_since(ODIR))
     if rc:
         res = {"ok": False, "detail": first_errors(out), "warnings": []}
         # a failed build is not cached: its cause may be outside the inputs
         return res, False
-    res = {"ok": True, "detail": [], "warnings": sorted(state_warnings(out, scope)),
+    warns, sources = state_warnings(out, scope)
+    res = {"ok": True, "detail": [], "warnings": sorted(warns), "sources": sources,
            "scope": scope,
            "config": {s: config_value(config, s) for s in (
                "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL", "CONFIG_SECURITY_PATH",
                "CONFIG_SECURITY_YAMA_PTRACE_SCOPE", "CONFIG_SECURITY_YAMA_SYMLINKS",
                "CONFIG_SECURITY_YAMA_HARDLINKS",
                "CONFIG_SECURITY_YAMA_KUNIT_TEST", "CONFIG_KUNIT")}}
+    CACHE.put(key, res)
+    return res, False
+
+
+def base_warnings(base, frag, objs):
+    """The base's warnings in the main config, from the given objects only
+    (make W=1 of just those, in o-main): the objects that gave a warning in
+    some build of the series. A warning of the series is new when the base
+    did not have it; only an object that warns in the series can tell, so
+    the base is never built whole. Objects the main config does not build
+    (a matrix config's own) are left out: their warnings count as new,
+    as they did when the base was built whole in the main config only."""
+    use_odir("main")
+    objs = sorted(o for o in objs if os.path.exists(os.path.join(
+        ODIR, os.path.dirname(o), "." + os.path.basename(o) + ".cmd")))
+    key = sha("base-warnings", TOOLS, frag, base["tree"], *objs)
+    res = CACHE.get(key)
+    if res:
+        return res, True
+    if not objs:
+        return {"ok": True, "warnings": [], "objs": []}, False
+    checkout(base)
+    config, out = configure(base, "main", frag)
+    if config is None:
+        return {"ok": False, "detail": ["olddefconfig failed"] + first_errors(out)}, False
+    progress("  make W=1 %s (base) ..." % " ".join(objs))
+    for o in objs:
+        # cc-wrap writes OBJ.warn only when the compiler printed something
+        for f in (o, o + ".warn"):
+            if os.path.exists(os.path.join(ODIR, f)):
+                os.unlink(os.path.join(ODIR, f))
+    rc, out = make(objs)
+    if rc:
+        return {"ok": False, "detail": first_errors(out)}, False
+    warns = set()
+    for o in objs:
+        try:
+            with open(os.path.join(ODIR, o + ".warn"), errors="replace") as f:
+                warns.update(norm(l) for l in diag_lines(f.read()))
+        except OSError:
+            pass
+    res = {"ok": True, "warnings": sorted(warns), "objs": objs}
     CACHE.put(key, res)
     return res, False
 
@@ -803,11 +900,43 @@ def main():
             "status": status or ("pass" if ok else "FAIL"),
             "detail": detail or [], "cached": cached}
 
-    # The base: its warnings in the main config (once, cached). The base is
-    # not built in the matrix configs: see the tip's matrix below.
+    # The builds, tip first and then back to patch 1: the tip is the one
+    # full build (patch 1 changes include/linux/security.h, which nearly
+    # every object reads, and no later patch does), each earlier state
+    # rebuilds only what its patch changed. Then the tip's matrix. All
+    # results are cached; the table below is made from them in order.
+    built = {}          # patch number -> (result, from the cache)
+    for st in reversed(states[1:]):
+        progress("build (main) of patch %d/%d" % (st["n"], len(names)))
+        built[st["n"]] = build_state(base, st, "main", frag, "main")
+    scope = {"files": changed_files(base, tip)}
+    matrix = {}
+    if len(states) > 1 and not bad:
+        for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
+                               ("kunit-test=n", "kunit-test=n")):
+            progress("tip: build %s" % label)
+            matrix[label] = build_state(base, tip, cfgname, frag + MATRIX[cfgname],
+                                        label, scope)
+    # The base's warnings, from the objects that warned in a build above
+    # (base_warnings). A warning make printed itself (ld, objtool) has no
+    # object: then the base is built whole, as its own state.
+    warned = set()
+    whole = False
+    for res, _ in built.values():
+        for w, srcs in (res.get("sources") or {}).items():
+            whole |= "(make)" in srcs
+            warned.update(o for o in srcs if o != "(make)")
+    for res, _ in matrix.values():
+        for w, srcs in (res.get("sources") or {}).items():
+            whole |= "(make)" in srcs
+            warned.update(o for o in srcs if o != "(make)")
     base_warn = {}
-    progress("base: build (main)")
-    res, cached = build_state(base, base, "main", frag, "main")
+    if whole:
+        progress("base: build (main), whole: a warning of make's own is in a build")
+        res, _ = build_state(base, base, "main", frag, "main")
+    else:
+        progress("base: warnings of the %d object(s) that warn in the series" % len(warned))
+        res, _ = base_warnings(base, frag, warned)
     if not res["ok"]:
         sys.exit("error: the base does not build in config main:\n  %s" %
                  "\n  ".join(res["detail"]))
@@ -816,8 +945,9 @@ def main():
     # The sparse baseline: the base's security/ (where the series lives),
     # plus every other C file the series touches that the base has (v2's
     # first patch touches fs/namei.c, whose sparse context warnings are the
-    # base's own). Taken at the base, before any patch is checked out, so
-    # that no header goes back and forth between the per-patch builds.
+    # base's own). Taken at the base after the builds (sparse_targets
+    # needs the objects' .cmd files to know what the config builds), with
+    # base_warnings, so the base is checked out once.
     base_files = set(gitout("ls-tree", "-r", "--name-only", base["tree"]).splitlines())
     sec_files = sorted({f for f in base_files
                         if f.startswith("security/") and f.endswith(".c")} |
@@ -826,6 +956,9 @@ def main():
                         not f.startswith(("tools/", "scripts/", "Documentation/"))})
     progress("base: sparse baseline of security/")
     sbase, _ = sparse_state(base, base, sec_files, frag)
+    if not sbase.get("objs"):
+        sys.exit("error: the sparse baseline found no object of %s built in "
+                 "config main (%s)" % (" ".join(sec_files[:3]), sbase.get("detail")))
     # per file, a multiset: the base's yama_lsm.c already has four identical
     # address-space errors, a fifth one is new
     sparse_known = {f: collections.Counter(v) for f, v in sbase.get("files", {}).items()}
@@ -843,8 +976,7 @@ def main():
         progress("kernel-doc")
         res, c = gate_kdoc(prev, st)
         cell(row, "kernel-doc", res["ok"], res["detail"], c)
-        progress("build (main)")
-        res, c = build_state(base, st, "main", frag, "main")
+        res, c = built[st["n"]]
         if res["ok"]:
             extra = set(res["warnings"]) - base_warn["main"]
             new = sorted(extra - charged)
@@ -893,24 +1025,21 @@ def main():
         # an object reads; the flags are the same). So the
         # matrix builds record only the warnings of those objects
         # (in_scope) and compare them with the base's main-config warnings
-        # instead of building the base in every matrix config (two more
-        # full builds on a cold run). Stricter, never weaker: a warning of
+        # (base_warnings) instead of building the base in every matrix
+        # config (two more full builds on a cold run). Stricter, never weaker: a warning of
         # such an object that the base had only in the matrix config
         # would show up red, and could then be allowed by name.
-        scope = {"files": changed_files(base, tip)}
         for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
                                ("kunit-test=n", "kunit-test=n")):
-            progress("tip: build %s" % label)
-            res, c = build_state(base, tip, cfgname, frag + MATRIX[cfgname], label,
-                                 scope)
+            res, c = matrix[label]
             if res["ok"]:
                 new = sorted(w for w in set(res["warnings"]) - base_warn["main"]
                              if not excused(cfgname, w, scope["files"]))
                 cell(trow, label, not new, ["new: " + w for w in new[:10]], c)
             else:
                 cell(trow, label, False, res["detail"], c)
-        # KUnit test on: the main config of the tip (already built above).
-        res, c = build_state(base, tip, "main", frag, "kunit-test=y")
+        # KUnit test on: the main config of the tip (built above).
+        res, c = built[tip["n"]]
         kt = (res.get("config") or {}).get("CONFIG_SECURITY_YAMA_KUNIT_TEST")
         if not res["ok"]:
             cell(trow, "kunit-test=y", False, res["detail"], c)

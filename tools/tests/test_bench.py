@@ -70,12 +70,30 @@ def test_boot_without_end_is_a_problem(tmp_path):
     assert "did not reach END" in r.stdout
 
 
-def test_workspace_table_reads_recorded_runs(tmp_path):
-    (tmp_path / "check-cold.tsv").write_text("tree\tpass\t0\t0\t90\nkunit\tpass\t5\t0\t300\n")
-    (tmp_path / "check-warm.tsv").write_text("tree\tpass\t0\t0\t5\nkunit\tpass\t5\t0\t20\n")
-    (tmp_path / "loop.tsv").write_text("edit -> KUnit verdict\t12.5\t15\tverdict: pass\n")
+def test_workspace_table_reads_recorded_runs(tmp_path, monkeypatch):
+    rec = tmp_path / "records"
+    rec.mkdir()
+    (rec / "check-cold-before.tsv").write_text("tree\tpass\t0\t0\t90\nkunit\tpass\t5\t0\t300\n")
+    (rec / "check-cold.tsv").write_text("tree\tpass\t0\t0\t30\nkunit\tpass\t5\t0\t100\n")
+    (rec / "check-cold.meta").write_text("wall=140\nload=1.5\n")
+    (tmp_path / "loops.tsv").write_text(
+        "kunit\tbefore\t0\t99.0\tpass 14 0 (exit 0)\t1.0\n"   # warm-up: not counted
+        "kunit\tbefore\t1\t30.0\tpass 14 0 (exit 0)\t1.0\n"
+        "kunit\tafter\t1\t12.0\tpass 14 0 (exit 0)\t1.1\n"
+        "kunit\tbefore\t2\t32.0\tpass 14 0 (exit 0)\t1.2\n"
+        "kunit\tafter\t2\t14.0\tpass 14 0 (exit 0)\t1.3\n"
+        "kunit\tbefore\t3\t40.0\tpass 14 0 (exit 0)\t1.4\n"
+        "kunit\tafter\t3\t16.0\tfail 13 1 (exit 1)\t1.5\n")
+    monkeypatch.setenv("BENCH_RECORDS", str(rec))
     r = run("workspace", tmp_path, tmp_path / "w")
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "w.json").read_text())
-    assert data["totals"] == {"cold": 390, "warm": 25}
-    assert "edit -> KUnit verdict" in r.stdout
+    k = data["loops"]["kunit"]
+    assert (k["before"], k["after"], k["runs"]) == (32.0, 14.0, 3)
+    assert abs(k["ratio"] - 14.0 / 32.0) < 1e-9 and k["met"]
+    assert k["failed_runs"] == 1 and "FAILED RUN: kunit after run 3" in r.stdout
+    c = data["records"]["cold"]
+    # The recorded wall time when there is one, else the sum of the stages.
+    assert c["wall"] == {"before": 390, "after": 140}
+    assert abs(c["ratio"] - 140 / 390) < 1e-9 and c["met"]
+    assert "selftests" not in data["loops"]   # not measured: no row

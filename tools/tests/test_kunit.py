@@ -43,6 +43,15 @@ FAKE = textwrap.dedent(r'''
 ''')
 
 
+MERGE = textwrap.dedent(r'''
+    #!/bin/sh
+    while [ $# -gt 0 ]; do
+        case $1 in -O) out=$2; shift 2 ;; -*) shift ;; *) break ;; esac
+    done
+    cat "$@" >"$out/.config"
+''').lstrip()
+
+
 @pytest.fixture
 def fake(tmp_path):
     tree = tmp_path / "linux"
@@ -51,6 +60,16 @@ def fake(tmp_path):
     (tree / "security/yama").mkdir(parents=True)
     (tree / "security/yama/Kconfig").write_text(
         "config SECURITY_YAMA_KUNIT_TEST\n\ttristate\n")
+    # What tools/test-kernel --config-only needs of a tree: a git tree, the
+    # selftests' config and merge_config.sh (here: the fragments, joined).
+    (tree / ".git").mkdir()
+    (tree / "tools/testing/selftests/yama").mkdir(parents=True)
+    (tree / "tools/testing/selftests/yama/config").write_text(
+        "CONFIG_FAKE_SELFTESTS=y\n")
+    (tree / "scripts/kconfig").mkdir(parents=True)
+    merge = tree / "scripts/kconfig/merge_config.sh"
+    merge.write_text(MERGE)
+    merge.chmod(0o755)
     return tmp_path
 
 
@@ -75,13 +94,19 @@ def test_pass(fake):
     assert results(fake)["default"]["passed"] == 2
     assert "yama_fake" in proc.stdout
     assert (fake / "kunit/default/ktap.log").read_text().startswith("KTAP")
-    args = (fake / "kunit/default/args").read_text().split("\n")
-    # The workspace's config, by absolute path (kunit.py changes to the
-    # tree first), and nothing from the tree; only Yama's suites run.
+    args = (fake / "kernel/args").read_text().split("\n")
+    # kunit.py builds and boots the test kernel (build/kernel, shared with
+    # make selftests) with its whole config as the kunitconfig, by absolute
+    # path (kunit.py changes to the tree first); only Yama's suites run.
+    kconf = fake / "kunit/default/kunitconfig"
     assert [a for a in args if a.startswith("--kunitconfig")] == [
-        "--kunitconfig=%s" % (WS / "kunit/yama.kunitconfig")]
+        "--kunitconfig=%s" % kconf]
+    assert kconf.read_text() == (fake / "kernel/.config").read_text()
+    lines = kconf.read_text().split("\n")
+    assert "CONFIG_SECURITY_YAMA_KUNIT_TEST=y" in lines   # kunit/yama.kunitconfig
+    assert "CONFIG_FAKE_SELFTESTS=y" in lines            # the tree's selftests
     assert args[-1] == "yama*"
-    assert "--build_dir=%s" % (fake / "kunit/default") in args
+    assert "--build_dir=%s" % (fake / "kernel") in args
     assert "-enable-kvm" not in " ".join(args)
 
 
@@ -118,26 +143,21 @@ def test_splat_fails(fake):
     assert "sleeping function called" in proc.stdout
 
 
-def test_extra_config_added(fake):
+def test_debug_config_is_check_debug(fake):
+    # The KASAN run of the suites moved to make check-debug.
     proc = run(fake, "pass", "default debug")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    args = (fake / "kunit/debug/args").read_text().split("\n")
-    assert "--kunitconfig=%s" % (WS / "kunit/debug.kunitconfig") in args
-    assert set(results(fake)) == {"default", "debug"}
+    assert proc.returncode == 1
+    assert "make check-debug" in proc.stdout
+    assert not (fake / "kernel/args").exists()
 
 
-def test_all_configs_by_default(fake):
-    proc = run(fake, "pass", None)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    extra = sorted(p.stem for p in (WS / "kunit").glob("*.kunitconfig")
-                   if p.name != "yama.kunitconfig")
-    # yama.kunitconfig is the base of every config, never one on its own.
-    assert set(results(fake)) == {"default", *extra}
-    for name in extra:
-        args = (fake / "kunit" / name / "args").read_text().split("\n")
-        assert [a for a in args if a.startswith("--kunitconfig")] == [
-            "--kunitconfig=%s" % (WS / "kunit/yama.kunitconfig"),
-            "--kunitconfig=%s" % (WS / "kunit" / (name + ".kunitconfig"))]
+def test_console_of_an_earlier_run_is_not_read(fake):
+    # kunit.py writes test.log into the build folder; one left there by an
+    # earlier run must not stand for this run's console.
+    assert run(fake, "pass").returncode == 0
+    proc = run(fake, "error")
+    assert proc.returncode == 1
+    assert not (fake / "kunit/default/test.log").exists()
 
 
 def test_base_config_is_yama(fake):
@@ -154,7 +174,7 @@ def test_tree_without_kunit_tests_fails(fake):
     proc = run(fake, "pass")
     assert proc.returncode == 1
     assert "KUnit tests are not in" in proc.stdout
-    assert not (fake / "kunit/default/args").exists()
+    assert not (fake / "kernel/args").exists()
 
 
 def test_unknown_config_fails(fake):

@@ -59,6 +59,7 @@ class Review(unittest.TestCase):
     def review(self, mbox, stages="lint range-diff"):
         rc, out = sh([os.path.join(WS, "tools", "review"), mbox], env={
             "BASE": "fixture", "BASE_CONF": self.conf, "BUILD": self.build,
+            "BASE_CACHE": os.path.join(self.tmp, "base-cache"),
             "COVER_DIR": os.path.join(FIX, "cover-letter"), "REVIEW_STAGES": stages})
         path = os.path.join(self.build, "results", "review.json")
         res = json.load(open(path)) if os.path.exists(path) else None
@@ -150,6 +151,7 @@ class Trailers(unittest.TestCase):
     def trailers(self, name):
         return sh([os.path.join(WS, "tools", "trailers"), os.path.join(FIX, name)], env={
             "BUILD": self.tmp, "TREE": self.tree, "SERIES_DIR": os.path.join(self.tmp, "series"),
+            "BASE_CACHE": os.path.join(self.tmp, "base-cache"),
             "COVER_DIR": os.path.join(FIX, "cover-letter"),
             "RESULTS": os.path.join(self.tmp, "results")})
 

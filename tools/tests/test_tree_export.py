@@ -193,3 +193,39 @@ def test_reapply_keeps_timestamps_of_unchanged_files(fresh):
     assert edited.stat().st_mtime_ns > old + 10**9
     for f in files[1:]:
         assert (tree / f).stat().st_mtime_ns == old, f
+
+
+def test_base_is_extracted_once_then_cloned(tmp_path):
+    """The second tree of a base is a clone of the first extraction
+    (BASE_CACHE), with the same base commit; a tiny fixture base."""
+    fix = WS / "tools/tests/fixtures/base"
+    shutil.copytree(fix, tmp_path / "src/fixture-base")
+    tar = tmp_path / "base.tar.xz"
+    subprocess.run(["tar", "-cJf", str(tar), "-C", str(tmp_path / "src"),
+                    "fixture-base"], check=True)
+    conf = tmp_path / "fixture.conf"
+    conf.write_text("BASE_PACKAGE=fixture-base\nBASE_TARBALL=%s\n"
+                    "BASE_TOPDIR=fixture-base\nBASE_IDENTITY_NAME=Fixture\n"
+                    "BASE_IDENTITY_EMAIL=fixture@localhost\n"
+                    "BASE_DATE=2010-06-21T00:00:00+00:00\n" % tar)
+    empty = tmp_path / "series"
+    empty.mkdir()
+    (empty / "series").write_text("")
+    trees = []
+    for n in (1, 2):
+        top = tmp_path / ("build%d" % n)
+        env = {"BASE": "fixture", "BASE_CONF": str(conf), "BUILD": str(top),
+               "TREE": str(top / "linux"), "SERIES_DIR": str(empty),
+               "BASE_CACHE": str(tmp_path / "cache")}
+        proc = run([str(WS / "tools/tree")], env)
+        trees.append((top / "linux", proc.stdout))
+    (first, out1), (second, out2) = trees
+    assert "extracting" in out1 and "kept the base in" in out1
+    assert "extracting" not in out2 and "cloning the base from" in out2
+    assert git(first, "rev-parse", "base") == git(second, "rev-parse", "base")
+    assert git(second, "status", "--porcelain") == ""
+    assert git(second, "rev-parse", "--abbrev-ref", "HEAD") == "yama"
+    assert git(second, "remote") == ""
+    # A file of the base, checked out.
+    some = next(p for p in fix.rglob("*") if p.is_file())
+    assert (second / some.relative_to(fix)).read_bytes() == some.read_bytes()
