@@ -151,3 +151,15 @@ test_kernel_dir() {
 	done
 	echo "$d"
 }
+
+# lock_test_kernel DIR: hold DIR's lock until this script exits (fd 8), so
+# that make kunit and make selftests (or make vfs-diff) started side by
+# side take turns building and booting the one test kernel.
+lock_test_kernel() {
+	mkdir -p "$1"
+	exec 8>"$1.lock"
+	if ! flock -n 8; then
+		note "waiting for another stage that builds or boots $1"
+		flock 8
+	fi
+}

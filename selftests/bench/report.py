@@ -253,12 +253,6 @@ RECORD_TARGETS = {"cold": ("cold make check, fresh clone, empty ccache", 25 * 60
                   "warm": ("warm make check, nothing changed (recorded)", 120)}
 
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return None if not n else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
-
-
 def read_loops(path):
     rows = []
     if os.path.exists(path):
@@ -291,13 +285,16 @@ def workspace(bench_dir, prefix):
         rows = [r for r in loops if r["loop"] == loop and r["run"] > 0]
         if not rows:
             continue
-        bef = median([r["seconds"] for r in rows if r["side"] == "before"])
-        aft = median([r["seconds"] for r in rows if r["side"] == "after"])
+        bef = [r["seconds"] for r in rows if r["side"] == "before"]
+        aft = [r["seconds"] for r in rows if r["side"] == "after"]
+        bef = median(bef) if bef else None
+        aft = median(aft) if aft else None
         ratio = aft / bef if bef and aft is not None else None
         bad = [r for r in rows if "(exit 0)" not in r["verdict"]]
         runs = min(sum(r["side"] == s for r in rows) for s in ("before", "after"))
-        met = aft is not None and aft <= target
-        loads = sorted(r["load"] for r in rows)
+        # a loop whose runs failed meets no target
+        met = aft is not None and aft <= target and not bad
+        loads = sorted((r["load"] for r in rows), key=float)
         lines.append("%-52s %7s %7s %6s %4d %7s  %s" % (
             what, secs(bef), secs(aft), "-" if ratio is None else "%.2f" % ratio, runs,
             "%d %s" % (target, "met" if met else "MISSED"),

@@ -57,7 +57,10 @@ ODIR = os.path.join(G, "o-main")
 # shares o-main: the base config already has what Yama selects
 # (SECURITY_PATH, see selected_symbols()), so switching Yama off and on
 # again recompiles only the objects that test a Yama symbol.
-ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl")}
+ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl"),
+         # the base built whole (only when a warning has no object): a
+         # folder of its own, so make prints every object's lines
+         "base-whole": os.path.join(G, "o-base")}
 
 
 def use_odir(cfgname):
@@ -78,8 +81,9 @@ else:
 
 PATCH_GATES = ["apply", "checkpatch", "build", "sparse", "kernel-doc"]
 TIP_GATES = ["yama=n", "sysctl=n", "kunit-test=n", "kunit-test=y", "rst"]
-# The main config is the test kernel's (fragment()); this part is what the
-# gates need of it whatever the fragments say: Yama, sysctl, and KUnit on
+# The main config is the test kernel's (fragment()); this part comes first
+# and says what the gates need of it (the fragments after it agree, else
+# tools/test-kernel's strict merge would fail): Yama, sysctl, and KUnit on
 # so the KUnit test code is compiled and checked too.
 # SECURITY_PATH: patch 4 makes Yama select it; set from the base on, so the
 # config of every state equals the tip's except for Yama's own symbols and
@@ -670,8 +674,12 @@ def state_warnings(output, scope=None):
     for l in diag_lines(output):
         if not KDOC_LINE.match(ANSI.sub("", l)) and \
                 (scope is None or line_in_scope(l, scope, objs)):
-            warns.add(norm(l))
-            sources[norm(l)].add("(make)")
+            w = norm(l)
+            warns.add(w)
+            # a line about one object of vmlinux (objtool) is that object's
+            named = os.path.join(ODIR, w.split(":", 1)[0])
+            sources[w].add(os.path.relpath(named, ODIR)
+                           if named.endswith(".o") and named in objs else "(make)")
     return warns, {w: sorted(v) for w, v in sources.items()}
 
 
@@ -735,13 +743,15 @@ def base_warnings(base, frag, objs):
     (make W=1 of just those, in o-main): the objects that gave a warning in
     some build of the series. A warning of the series is new when the base
     did not have it; only an object that warns in the series can tell, so
-    the base is never built whole. Objects the main config does not build
-    (a matrix config's own) are left out: their warnings count as new,
-    as they did when the base was built whole in the main config only."""
+    the base is never built whole. An object the base does not build in
+    the main config (its source is new, its symbol is off at the base, or
+    it belongs to a matrix config only) is not made (make -k goes on past
+    it): its warnings count as new, as when the base was built whole in
+    the main config only. Also make's own lines about an object (objtool)
+    are taken from make's output."""
     use_odir("main")
-    objs = sorted(o for o in objs if os.path.exists(os.path.join(
-        ODIR, os.path.dirname(o), "." + os.path.basename(o) + ".cmd")))
-    key = sha("base-warnings", TOOLS, frag, base["tree"], *objs)
+    objs = sorted(objs)
+    key = sha("base-warnings-2", TOOLS, frag, base["tree"], *objs)
     res = CACHE.get(key)
     if res:
         return res, True
@@ -757,17 +767,21 @@ def base_warnings(base, frag, objs):
         for f in (o, o + ".warn"):
             if os.path.exists(os.path.join(ODIR, f)):
                 os.unlink(os.path.join(ODIR, f))
-    rc, out = make(objs)
-    if rc:
-        return {"ok": False, "detail": first_errors(out)}, False
+    rc, out = make(["-k"] + objs)
+    made = [o for o in objs if os.path.exists(os.path.join(ODIR, o))]
     warns = set()
-    for o in objs:
+    for o in made:
         try:
             with open(os.path.join(ODIR, o + ".warn"), errors="replace") as f:
                 warns.update(norm(l) for l in diag_lines(f.read()))
         except OSError:
             pass
-    res = {"ok": True, "warnings": sorted(warns), "objs": objs}
+    warns.update(norm(l) for l in diag_lines(out)
+                 if not KDOC_LINE.match(ANSI.sub("", l)) and
+                 norm(l).split(":", 1)[0] in made)
+    progress("  %d of %d made at the base (the others are not built there)" % (
+        len(made), len(objs)))
+    res = {"ok": True, "warnings": sorted(warns), "objs": objs, "made": made}
     CACHE.put(key, res)
     return res, False
 
@@ -933,7 +947,7 @@ def main():
     base_warn = {}
     if whole:
         progress("base: build (main), whole: a warning of make's own is in a build")
-        res, _ = build_state(base, base, "main", frag, "main")
+        res, _ = build_state(base, base, "base-whole", frag, "main")
     else:
         progress("base: warnings of the %d object(s) that warn in the series" % len(warned))
         res, _ = base_warnings(base, frag, warned)
