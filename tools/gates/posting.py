@@ -288,7 +288,8 @@ def selftests_lines(sj):
     for name, v in scen.items():
         # The harness's own parameters say nothing about the scenario.
         extra = " ".join(w for w in v.get("cmdline", "").split()
-                         if w.split("=")[0] not in ("console", "panic", "rdinit")
+                         if w.split("=")[0] not in ("console", "panic", "rdinit",
+                                                    "kunit.enable")
                          and not w.startswith(("selftests.", "vfsdiff.")))
         out.append(textwrap.fill("- %s: %d/%d/%d%s" % (
             name, v.get("pass", 0), v.get("fail", 0), v.get("skip", 0),

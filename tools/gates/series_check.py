@@ -676,6 +676,8 @@ def state_warnings(output, scope=None):
                 (scope is None or line_in_scope(l, scope, objs)):
             w = norm(l)
             warns.add(w)
+            if w in sources:
+                continue    # the compiler's line of an object built now
             # a line about one object of vmlinux (objtool) is that object's
             named = os.path.join(ODIR, w.split(":", 1)[0])
             sources[w].add(os.path.relpath(named, ODIR)
@@ -936,14 +938,11 @@ def main():
     # object: then the base is built whole, as its own state.
     warned = set()
     whole = False
-    for res, _ in built.values():
+    for res, _ in list(built.values()) + list(matrix.values()):
         for w, srcs in (res.get("sources") or {}).items():
-            whole |= "(make)" in srcs
-            warned.update(o for o in srcs if o != "(make)")
-    for res, _ in matrix.values():
-        for w, srcs in (res.get("sources") or {}).items():
-            whole |= "(make)" in srcs
-            warned.update(o for o in srcs if o != "(make)")
+            objs = [o for o in srcs if o != "(make)"]
+            whole |= not objs
+            warned.update(objs)
     base_warn = {}
     if whole:
         progress("base: build (main), whole: a warning of make's own is in a build")

@@ -60,6 +60,25 @@ def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
     assert "Differential" not in text  # that run had no vfs-diff boot
 
 
+def test_testing_section_kunit_in_the_test_kernel(tmp_path, monkeypatch):
+    """Since make kunit boots the test kernel (one config, "default"), the
+    KUnit line says so; the harness's kunit.enable=0 is no scenario change."""
+    import json
+    kunit = json.load(open(os.path.join(RECORDED, "kunit.json")))
+    del kunit["debug"]
+    (tmp_path / "kunit.json").write_text(json.dumps(kunit))
+    selftests = json.load(open(os.path.join(RECORDED, "selftests.json")))
+    for v in selftests["scenarios"].values():
+        v["cmdline"] = v["cmdline"].replace("rdinit=/init", "rdinit=/init kunit.enable=0")
+    (tmp_path / "selftests.json").write_text(json.dumps(selftests))
+    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
+    flat = " ".join(posting.testing_section("t").split())
+    assert "all passed in the kernel the kselftests boot (lockdep, PROVE_RCU on)" in flat
+    assert "config" not in flat.split("KUnit", 1)[1].split("kselftests", 1)[0]
+    assert "kunit.enable" not in flat
+    assert "- default: 160/0/5 - cmdline" in flat
+
+
 def test_testing_section_reports_failures_and_the_differential_test(tmp_path, monkeypatch):
     import json
     kunit = json.load(open(os.path.join(RECORDED, "kunit.json")))
