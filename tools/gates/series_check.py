@@ -30,7 +30,6 @@ when SERIES_DIR is overridden), JOBS (make -j, default 2).
 
 import collections
 import fcntl
-import glob
 import hashlib
 import json
 import os
@@ -481,8 +480,8 @@ def fragment(tip, base=None):
     tests' config of the tip last, so that the tip's main config is the
     test kernel's config."""
     parts = [BASE_FRAGMENT]
-    for path in sorted(glob.glob(os.path.join(WS, "selftests/config/*.config"))) + \
-            [os.path.join(WS, "kunit/yama.kunitconfig")]:
+    for path in run([os.path.join(WS, "tools/test-kernel"), "--fragments"],
+                    check=True)[1].splitlines():
         with open(path) as f:
             parts.append(f.read())
     st_cfg = blob(tip, "tools/testing/selftests/yama/config")
