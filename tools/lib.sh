@@ -81,8 +81,7 @@ base_id() {
 
 # series_patches: the patch files of series/, in the order of series/series.
 series_patches() {
-	[ -f "$SERIES_DIR/series" ] || return 0
-	grep -v '^[[:space:]]*\(#\|$\)' "$SERIES_DIR/series"
+	"$PYTHON" "$WS/tools/series.py" "$SERIES_DIR"
 }
 
 # series_stamp: one line that changes whenever series/ (its order or any of

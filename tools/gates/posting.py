@@ -36,6 +36,10 @@ import tempfile
 import textwrap
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+import series  # noqa: E402  (tools/series.py)
+
 WS = os.environ["WS"]
 BUILD = os.environ.get("BUILD", os.path.join(WS, "build"))
 OUT = os.environ.get("OUT", os.path.join(WS, "out"))
@@ -120,7 +124,7 @@ def series_list():
     path = os.path.join(SERIES_DIR, "series")
     if not os.path.exists(path):
         raise Fail("no %s: nothing to post" % path)
-    names = [l.strip() for l in open(path) if l.strip() and not l.startswith("#")]
+    names = series.patch_names(SERIES_DIR)
     if not names:
         raise Fail("series/series lists no patch: nothing to post")
     return names
@@ -195,17 +199,6 @@ def cover_msgid(mbox_path):
 
 
 # ------------------------------------------------------------- the cover
-def summarize_verdict(name):
-    path = os.path.join(RESULTS, name + ".verdict")
-    if not os.path.exists(path):
-        return None
-    f = open(path).read().split("\t")
-    if len(f) < 4:
-        return None
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(path)))
-    return {"verdict": f[1], "passed": f[2], "failed": f[3], "when": when}
-
-
 def load_json(name):
     path = os.path.join(RESULTS, name)
     try:
@@ -215,62 +208,24 @@ def load_json(name):
         return None
 
 
-def count_statuses(node, acc):
-    """Count test case statuses in a KUnit-style JSON tree (kunit.py --json)."""
-    if isinstance(node, dict):
-        st = node.get("status")
-        if isinstance(st, str) and "name" in node and not node.get("test_cases") \
-                and not node.get("sub_groups"):
-            acc[st.upper()] = acc.get(st.upper(), 0) + 1
-        for v in node.values():
-            if isinstance(v, (dict, list)):
-                count_statuses(v, acc)
-    elif isinstance(node, list):
-        for v in node:
-            count_statuses(v, acc)
-    return acc
-
-
-def counts_line(d):
-    """passed/failed/skipped from a dict that has such keys, else None."""
-    if not isinstance(d, dict):
-        return None
-    keys = {k.lower(): v for k, v in d.items() if isinstance(v, int)}
-    got = [(k, keys[k]) for k in ("passed", "failed", "skipped", "total") if k in keys]
-    if not got:
-        return None
-    return ", ".join("%d %s" % (v, k) for k, v in got)
-
-
 def kunit_lines(kj):
     """The KUnit entry from build/results/kunit.json as tools/kunit writes
-    it ({config: {passed, failed, crashed, skipped, suites: {...}}}): the
-    cases counted once, the configs they ran in listed."""
-    if not isinstance(kj, dict) or not kj:
+    it ({"default": {passed, failed, crashed, skipped, suites: {...}}}, the
+    test kernel's config): each case counted once."""
+    k = kj.get("default") if isinstance(kj, dict) else None
+    if not isinstance(k, dict):
         return ["- KUnit: not run in this workspace."]
-    configs = sorted(kj, key=lambda c: (c != "default", c))
-    first = kj[configs[0]]
-    suites = first.get("suites", {})
+    suites = k.get("suites", {})
     cases = sum(v.get("passed", 0) + v.get("failed", 0) + v.get("crashed", 0)
                 + v.get("skipped", 0) for v in suites.values())
-    bad = ["%s: %d failed, %d crashed, %d skipped" % (
-        c, kj[c].get("failed", 0), kj[c].get("crashed", 0),
-        kj[c].get("skipped", 0)) for c in configs
-        if kj[c].get("failed", 0) or kj[c].get("crashed", 0)
-        or kj[c].get("skipped", 0)]
-    if configs == ["default"]:
-        where = "in the kernel the kselftests boot (lockdep, PROVE_RCU on)"
-    else:
-        where = "in %s config%s (%s)" % (
-            "each of %d" % len(configs) if len(configs) > 1 else "1",
-            "s" if len(configs) > 1 else "", ", ".join(configs))
-    text = "- KUnit (`make kunit`: kunit.py run --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s %s." % (
+    bad = k.get("failed", 0) or k.get("crashed", 0) or k.get("skipped", 0)
+    text = "- KUnit (`make kunit`: kunit.py run --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in the kernel the kselftests boot (lockdep, PROVE_RCU on)." % (
         cases, len(suites),
         ", ".join("%s %d" % (n, v.get("passed", 0) + v.get("failed", 0)
                              + v.get("crashed", 0) + v.get("skipped", 0))
                   for n, v in sorted(suites.items())),
-        "all passed" if not bad else "NOT all passed: " + "; ".join(bad),
-        where)
+        "all passed" if not bad else "NOT all passed: %d failed, %d crashed, %d skipped" % (
+            k.get("failed", 0), k.get("crashed", 0), k.get("skipped", 0)))
     return [textwrap.fill(text, width=72, subsequent_indent="  ",
                           break_on_hyphens=False)]
 

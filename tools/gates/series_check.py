@@ -40,6 +40,10 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+import series  # noqa: E402  (tools/series.py)
+
 WS = os.environ["WS"]
 BUILD = os.environ.get("BUILD", os.path.join(WS, "build"))
 TREE = os.environ.get("TREE", os.path.join(BUILD, "linux"))
@@ -299,16 +303,7 @@ def ensure_src():
 
 
 def series_list():
-    order = os.path.join(SERIES_DIR, "series")
-    if not os.path.exists(order):
-        return []
-    names = []
-    with open(order) as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                names.append(line)
-    return names
+    return series.patch_names(SERIES_DIR)
 
 
 def apply_series(base, names):

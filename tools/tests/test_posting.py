@@ -311,7 +311,7 @@ def test_the_v2_changelog_answers_every_review_point():
     the 12 points of the v1 review, each naming the v2 patch(es) it is in."""
     text = open(os.path.join(WS, "cover-letter", "changes", "v2.txt")).read()
     entries = ["- " + e for e in ("\n" + text).split("\n- ")[1:]]
-    assert "linux-source-6.12" in entries[0] and "[[" not in entries[0] or True
+    assert "linux-source-6.12" in entries[0] and "[[" not in entries[0]
     points = {}
     for e in entries:
         m = __import__("re").search(r"\((?:review )?point (\d+)\)", e)

@@ -114,9 +114,17 @@ def test_lib_sh_takes_the_identity_from_tools_identity(tmp_path):
     assert p.returncode != 0 and "reached" not in p.stdout
 
 
-def test_makefile_sets_no_default_sender():
-    text = open(os.path.join(WS, "Makefile")).read()
-    assert "SENDER ?=" not in text and "SENDER :=" not in text and "SENDER =" not in text
+def test_makefile_sets_no_default_sender(tmp_path):
+    """make passes SENDER through when set and invents none when unset."""
+    def sender(**extra):
+        env = {k: v for k, v in os.environ.items() if k != "SENDER"}
+        env.update(extra)
+        return subprocess.run(
+            ["make", "-s", "-C", WS, "--eval", "show-sender: ; @echo \"[$$SENDER]\"",
+             "show-sender"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, check=True).stdout.strip()
+    assert sender() == "[]"
+    assert sender(SENDER="A B <a@b.example>") == "[A B <a@b.example>]"
 
 
 def test_one_home_for_the_placeholder():

@@ -11,8 +11,26 @@ STRESS = os.path.join(WS, "selftests", "stress")
 sys.path.insert(0, STRESS)
 import gen_corpus  # noqa: E402
 
-SYSCTL_TEST = os.path.join(WS, "build", "linux", "tools", "testing",
-                           "selftests", "yama", "sysctl_test.c")
+SYSCTL_TEST_PATH = "tools/testing/selftests/yama/sysctl_test.c"
+
+
+def new_file_of_series(path):
+    """The content of a file a patch of series/ creates (its + lines)."""
+    sdir = os.path.join(WS, "series")
+    for name in sorted(os.listdir(sdir)):
+        if not name.endswith(".patch"):
+            continue
+        lines, inside = [], False
+        for line in open(os.path.join(sdir, name), errors="replace"):
+            if line.startswith("diff --git "):
+                if inside:
+                    break
+                inside = line.rstrip().endswith(" b/" + path)
+            elif inside and line.startswith("+") and not line.startswith("+++ "):
+                lines.append(line[1:])
+        if lines:
+            return "".join(lines)
+    raise AssertionError("no patch of series/ creates " + path)
 
 FAKE_SYSCTL_TEST = r'''
 TEST_F(sysctl, invalid_negative)
@@ -96,10 +114,11 @@ def test_generator_refuses_a_valid_selftest_input(tmp_path):
     assert p.returncode != 0 and "model takes" in p.stderr
 
 
-def test_real_selftest_inputs_when_tree_present(tmp_path):
-    if not os.path.exists(SYSCTL_TEST):
-        return
-    text, out = gen(tmp_path, SYSCTL_TEST, "c.h")
+def test_real_selftest_inputs(tmp_path):
+    """The corpus from the series' own sysctl_test.c (as check-debug makes it)."""
+    src = tmp_path / "sysctl_test.c"
+    src.write_text(new_file_of_series(SYSCTL_TEST_PATH))
+    text, out = gen(tmp_path, src, "c.h")
     assert "from the selftests" in out
 
 

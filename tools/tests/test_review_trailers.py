@@ -20,7 +20,7 @@ os.environ.setdefault("WS", WS)
 sys.path.insert(0, os.path.join(WS, "tools", "gates"))
 import posting  # noqa: E402
 
-PY = "/usr/bin/python3"
+PY = sys.executable  # the interpreter pytest runs in: tools/lib.sh's PYTHON
 
 
 def sh(cmd, env=None, cwd=None):

@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""The order of the series: the one reader of series/series (quilt's
+format: one patch file name per line; blank lines and lines starting with
+'#' are not patches). Imported by the Python stages; the shell ones call
+it through lib.sh's series_patches:
+
+    tools/series.py SERIES_DIR      the patch names, one per line
+"""
+import os
+import sys
+
+
+def patch_names(series_dir):
+    """The patch file names of series_dir/series, in order; [] when the
+    file is missing."""
+    try:
+        with open(os.path.join(series_dir, "series")) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [line.strip() for line in lines
+            if line.strip() and not line.strip().startswith("#")]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: tools/series.py SERIES_DIR")
+    for name in patch_names(sys.argv[1]):
+        print(name)
