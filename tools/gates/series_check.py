@@ -82,6 +82,10 @@ elif SERIES_DIR != os.path.abspath(DEFAULT_SERIES):
 else:
     OUTP = os.path.join(RESULTS, "series-check")
 
+# SYSCTL=n rebuilds the whole kernel (sysctl.h is read nearly everywhere):
+# make check compiles only the series' own objects in that config, make
+# check-debug (SERIES_CHECK_SYSCTL_N=whole) builds and links it whole.
+SYSCTL_N_WHOLE = os.environ.get("SERIES_CHECK_SYSCTL_N", "objects") == "whole"
 PATCH_GATES = ["apply", "checkpatch", "build", "sparse", "kernel-doc"]
 TIP_GATES = ["yama=n", "sysctl=n", "kunit-test=n", "kunit-test=y", "rst"]
 # The main config is the test kernel's (fragment()); this part comes first
@@ -640,15 +644,16 @@ def line_in_scope(line, scope, objs):
     return not os.path.exists(os.path.join(SRC, f))
 
 
-def state_warnings(output, scope=None):
+def state_warnings(output, scope=None, targets=None):
     """All warnings of the current build state: the compiler's, kept per
     object by cc-wrap (also for objects this build did not recompile),
     and the ones make printed itself (objtool, kernel-doc, ld, modpost).
     With a scope (the tip's matrix builds), only the warnings of objects
     in_scope(): see main() for why that is enough.
     Returns the warnings and, per warning, the objects that gave it
-    (relative to the build directory; "(make)" for make's own lines)."""
-    objs = members()
+    (relative to the build directory; "(make)" for make's own lines).
+    With targets (objects built alone, no vmlinux), those objects only."""
+    objs = {os.path.join(ODIR, t) for t in targets} if targets else members()
     warns = set()
     sources = collections.defaultdict(set)
     for root, dirs, files in os.walk(ODIR):
@@ -679,11 +684,13 @@ def state_warnings(output, scope=None):
     return warns, {w: sorted(v) for w, v in sources.items()}
 
 
-def build_state(base, state, cfgname, frag, label, scope=None):
+def build_state(base, state, cfgname, frag, label, scope=None, targets=None):
     """Build `state` in config cfgname; cached by tree + config (+ scope:
-    then only the warnings of in_scope() objects are recorded)."""
+    then only the warnings of in_scope() objects are recorded; + targets:
+    then only those objects are made, no vmlinux)."""
     key = sha("build", TOOLS, cfgname, frag, state["tree"],
-              json.dumps(scope, sort_keys=True) if scope else "")
+              json.dumps(scope, sort_keys=True) if scope else "",
+              *(targets or []))
     res = CACHE.get(key)
     if res:
         return res, True
@@ -712,19 +719,20 @@ def build_state(base, state, cfgname, frag, label, scope=None):
                      len(scope["files"]),
                      " ".join("CONFIG_" + s for s in scope["symbols"]) or "none"))
     t = time.time()
-    progress("  make W=1 vmlinux (%s) ..." % cfgname)
-    rc, out = make(["vmlinux"], log=os.path.join(G, "last-build.log"))
+    goals = targets or ["vmlinux"]
+    progress("  make W=1 %s (%s) ..." % (" ".join(goals), cfgname))
+    rc, out = make(goals, log=os.path.join(G, "last-build.log"))
     progress("  make done in %ds (rc %d)" % (time.time() - t, rc))
-    if rc == 0:
+    if rc == 0 and not targets:
         with open(os.path.join(ODIR, ".objects"), "w") as f:
             f.write("%d\n" % objects_since(ODIR))
     if rc:
         res = {"ok": False, "detail": first_errors(out), "warnings": []}
         # a failed build is not cached: its cause may be outside the inputs
         return res, False
-    warns, sources = state_warnings(out, scope)
+    warns, sources = state_warnings(out, scope, targets)
     res = {"ok": True, "detail": [], "warnings": sorted(warns), "sources": sources,
-           "scope": scope,
+           "scope": scope, "targets": targets or [],
            "config": {s: config_value(config, s) for s in (
                "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL", "CONFIG_SECURITY_PATH",
                "CONFIG_SECURITY_YAMA_PTRACE_SCOPE", "CONFIG_SECURITY_YAMA_SYMLINKS",
@@ -780,6 +788,18 @@ def base_warnings(base, frag, objs):
     res = {"ok": True, "warnings": sorted(warns), "objs": objs, "made": made}
     CACHE.put(key, res)
     return res, False
+
+
+def series_objects(files):
+    """The objects of the C files the series touches that the main config
+    builds (they have a .cmd in o-main after the tip's build)."""
+    objs = []
+    for f in sorted(files):
+        if f.endswith(".c") and not f.startswith(("tools/", "scripts/", "Documentation/")):
+            d, n = os.path.split(f[:-2] + ".o")
+            if os.path.exists(os.path.join(ODIR, d, "." + n + ".cmd")):
+                objs.append(f[:-2] + ".o")
+    return objs
 
 
 def sparse_targets(files):
@@ -924,9 +944,16 @@ def main():
     if len(states) > 1 and not bad:
         for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
                                ("kunit-test=n", "kunit-test=n")):
-            progress("tip: build %s" % label)
+            targets = None
+            if cfgname == "sysctl=n" and not SYSCTL_N_WHOLE:
+                use_odir("main")
+                targets = series_objects(scope["files"])
+                progress("tip: build %s: the series' objects only (%s; the whole "
+                         "kernel in make check-debug)" % (label, " ".join(targets)))
+            else:
+                progress("tip: build %s" % label)
             matrix[label] = build_state(base, tip, cfgname, frag + MATRIX[cfgname],
-                                        label, scope)
+                                        label, scope, targets)
     # The base's warnings, from the objects that warned in a build above
     # (base_warnings). A warning make printed itself (ld, objtool) has no
     # object: then the base is built whole, as its own state.
@@ -1042,7 +1069,9 @@ def main():
             if res["ok"]:
                 new = sorted(w for w in set(res["warnings"]) - base_warn["main"]
                              if not excused(cfgname, w, scope["files"]))
-                cell(trow, label, not new, ["new: " + w for w in new[:10]], c)
+                alone = ["compiled alone: " + " ".join(res["targets"])] \
+                    if res.get("targets") else []
+                cell(trow, label, not new, ["new: " + w for w in new[:10]] or alone, c)
             else:
                 cell(trow, label, False, res["detail"], c)
         # KUnit test on: the main config of the tip (built above).
@@ -1103,6 +1132,7 @@ def main():
                    "tip": tip["commit"], "tip_tree": tip["tree"],
                    "patches": names, "rows": rows, "patch_gates": PATCH_GATES,
                    "tip_gates": TIP_GATES, "cells": cells, "passed": passed,
+                   "sysctl_n": "whole" if SYSCTL_N_WHOLE else "objects",
                    "failed": failed, "elapsed": int(time.time() - T0),
                    "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                   f, indent=1)

@@ -1,4 +1,4 @@
-"""Tests of tools/posting (tools/gates/posting.py).
+"""Tests of tools/posting (tools/mail/posting.py).
 
 Fast tests use temporary files only. The end-to-end tests run b4 in the
 posting tree on a scratch series and need build/linux (or BUILD=DIR with
@@ -15,7 +15,7 @@ import pytest
 
 WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 os.environ.setdefault("WS", WS)
-sys.path.insert(0, os.path.join(WS, "tools", "gates"))
+sys.path.insert(0, os.path.join(WS, "tools", "mail"))
 import posting  # noqa: E402
 
 E2E = pytest.mark.skipif(os.environ.get("RUN_POSTING_TESTS") != "1",

@@ -17,7 +17,7 @@ import unittest
 WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIX = os.path.join(WS, "tools", "tests", "fixtures")
 os.environ.setdefault("WS", WS)
-sys.path.insert(0, os.path.join(WS, "tools", "gates"))
+sys.path.insert(0, os.path.join(WS, "tools", "mail"))
 import posting  # noqa: E402
 
 PY = sys.executable  # the interpreter pytest runs in: tools/lib.sh's PYTHON
@@ -139,7 +139,7 @@ class Trailers(unittest.TestCase):
         git(self.tree, *ident, "commit", "-q", "-m", "base")
         git(self.tree, "tag", "base")
         am = os.path.join(self.tmp, "am.mbox")
-        subprocess.run([PY, os.path.join(WS, "tools", "gates", "mbox-patches"),
+        subprocess.run([PY, os.path.join(WS, "tools", "mail", "mbox-patches"),
                         os.path.join(FIX, "cover-letter", "posted", "v1.mbox"), am],
                        check=True, stdout=subprocess.DEVNULL)
         git(self.tree, *ident, "am", "-q", am)

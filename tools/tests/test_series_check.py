@@ -137,3 +137,31 @@ def test_in_scope_follows_kbuild_dependency_lists(tmp_path, monkeypatch):
     assert not sc.line_in_scope("kernel/b.o: warning: objtool: f()", none, objs)
     assert sc.line_in_scope("kernel/b.o: warning: objtool: f()", own, objs)
     assert sc.line_in_scope("ld: warning: something", none, objs)
+
+
+def test_sysctl_n_compiles_the_series_objects_the_main_config_builds(tmp_path, monkeypatch):
+    """make check's SYSCTL=n cell: the objects of the C files the series
+    touches that o-main built (they have a .cmd), nothing of tools/."""
+    monkeypatch.setattr(sc, "ODIR", str(tmp_path))
+    for o in ("fs/.namei.o.cmd", "security/yama/.yama_lsm.o.cmd", "security/.security.o.cmd"):
+        (tmp_path / o).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / o).write_text("")
+    got = sc.series_objects(["security/yama/yama_lsm.c", "fs/namei.c", "security/security.c",
+                             "security/selinux/hooks.c", "include/linux/security.h",
+                             "tools/testing/selftests/yama/sysctl_test.c"])
+    assert got == ["fs/namei.o", "security/security.o", "security/yama/yama_lsm.o"]
+
+
+def test_warnings_of_objects_built_alone(tmp_path, monkeypatch):
+    """With targets (no vmlinux to list members), only their warnings count."""
+    monkeypatch.setattr(sc, "ODIR", str(tmp_path))
+    (tmp_path / "fs").mkdir()
+    (tmp_path / "fs/namei.o").write_text("")
+    (tmp_path / "fs/namei.o.warn").write_text(
+        "fs/namei.c:10:5: warning: unused variable 'a' [-Wunused-variable]\n")
+    (tmp_path / "fs/open.o").write_text("")
+    (tmp_path / "fs/open.o.warn").write_text(
+        "fs/open.c:3:1: warning: unused variable 'b' [-Wunused-variable]\n")
+    warns, sources = sc.state_warnings("", None, ["fs/namei.o"])
+    assert warns == {"fs/namei.c: warning: unused variable 'a' [-Wunused-variable]"}
+    assert sources[next(iter(warns))] == ["fs/namei.o"]

@@ -10,7 +10,7 @@ tools/posting (banner and verdict there).
                         the posting (or series/ when there is none yet)
 
 Nothing is ever sent: the b4 tree's sendemail.smtpserver is a local script
-(tools/gates/local-sendmail) that only appends to an mbox under build/, and
+(tools/mail/local-sendmail) that only appends to an mbox under build/, and
 `b4 send -o DIR` does not even call it.
 
 Environment: WS, BUILD, OUT, TREE, RESULTS, SENDER_NAME, SENDER_EMAIL,
@@ -269,14 +269,16 @@ def testing_section(tip_tree):
     if sc:
         stale = "" if sc.get("tip_tree") == tip_tree else \
             " (NOTE: for an earlier state of the series)"
-        out.append(textwrap.fill("- Series gates%s: %s cells passed, %s failed over %d patches." % (
+        out.append(textwrap.fill("- Series gates (`make series-check`)%s: %s cells passed, %s failed over %d patches." % (
             stale, sc.get("passed"), sc.get("failed"), len(sc.get("patches", []))),
             width=72, subsequent_indent="  "))
         out.append("  Each patch applied on the ones before it: checkpatch.pl --strict")
         out.append("  --codespell, an x86_64 W=1 build with no warning the base did not")
         out.append("  have, sparse (C=2) on the files it touches, kernel-doc.")
         tip = (sc.get("cells") or {}).get("tip", {})
-        names = {"yama=n": "SECURITY_YAMA=n", "sysctl=n": "SYSCTL=n",
+        names = {"yama=n": "SECURITY_YAMA=n",
+                 "sysctl=n": "SYSCTL=n" if sc.get("sysctl_n") != "objects"
+                 else "SYSCTL=n (the series' objects only)",
                  "kunit-test=n": "the KUnit test off", "kunit-test=y": "the KUnit test on",
                  "rst": "Yama.rst parsed by docutils"}
         done = [names.get(g, g) for g in sc.get("tip_gates", []) if tip.get(g, {}).get("status") == "pass"]
@@ -1163,6 +1165,10 @@ def main():
             print("  %s was made for another sender than %s <%s>: making the posting again"
                   % (outdir, SENDER_NAME, SENDER_EMAIL))
             mode = "post"
+        elif read(os.path.join(outdir, "testing.txt")) != testing_section(tree).strip():
+            print("  the stage results (build/results) changed since %s was made: "
+                  "making the posting again, with the new Testing section" % outdir)
+            mode = "post"
         else:
             problems = verify(outdir, tree, len(names), base)
             rd = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
@@ -1267,6 +1273,10 @@ def main():
                 f.write(tree + "\n")
             with open(os.path.join(outdir, "sender"), "w") as f:
                 f.write(sender_stamp() + "\n")
+            # the Testing section the cover was written with (--verify
+            # makes the posting again when the results say otherwise)
+            with open(os.path.join(outdir, "testing.txt"), "w") as f:
+                f.write(testing_section(tree))
         tip = run(["git", "-C", TREE, "rev-parse", "-q", "--verify", "refs/heads/yama^{tree}"],
                   check=False).strip()
         if tip and tip != tree:
