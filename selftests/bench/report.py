@@ -250,6 +250,7 @@ LOOP_TARGETS = {"kunit": ("uncommitted edit -> make kunit verdict", 15),
                 "selftests": ("uncommitted edit -> make selftests verdict, all boots", 45),
                 "check": ("warm make check, nothing changed", 120)}
 RECORD_TARGETS = {"cold": ("cold make check, fresh clone, empty ccache", 25 * 60),
+                  "make-cold": ("cold make (the posting, checked), fresh clone", 12 * 60),
                   "warm": ("warm make check, nothing changed (recorded)", 120)}
 
 

@@ -99,3 +99,28 @@ def test_workspace_table_reads_recorded_runs(tmp_path, monkeypatch):
     assert c["wall"] == {"before": 390, "after": 140}
     assert abs(c["ratio"] - 140 / 390) < 1e-9 and c["met"]
     assert "selftests" not in data["loops"]   # not measured: no row
+
+
+def test_record_of_a_plain_make_takes_its_stage_lines(tmp_path):
+    """tools/bench --record-check make-cold --from LOG: a make (no summary
+    table) is recorded from each stage's closing line, WALL its seconds."""
+    log = tmp_path / "make.log"
+    log.write_text("== tree: base linux-source-6.12 + series/ -> build/linux\n"
+                   "== tree: pass (10 passed, 0 failed) in 32s\n"
+                   "== series-check: pass (55 passed, 0 failed) in 900s\n"
+                   "== kunit: pass (14 passed, 0 failed) in 80s: the test kernel's config\n"
+                   "== posting: fail (0 passed, 1 failed) in 20s: see the error above\n")
+    rec = tmp_path / "records"
+    env = dict(os.environ, BENCH_RECORDS=str(rec), HOW="a test", WALL="1100",
+               LOAD="1.0")
+    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
+                        "--from", str(log)], env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [l.split("\t") for l in (rec / "check-make-cold.tsv").read_text().splitlines()]
+    assert rows == [["tree", "pass", "10", "0", "32"], ["series-check", "pass", "55", "0", "900"],
+                    ["kunit", "pass", "14", "0", "80"], ["posting", "fail", "0", "1", "20"]]
+    assert "wall=1100" in (rec / "check-make-cold.meta").read_text().splitlines()
+    log.write_text("nothing of make here\n")
+    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
+                        "--from", str(log)], env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "no summary table" in p.stderr
