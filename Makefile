@@ -82,7 +82,7 @@ trailers: tree
 check: deps
 	@$(TOOLS)/check
 
-## check-debug: KUnit and kselftests on debug kernels (KASAN, lockdep, ...)
+## check-debug: KUnit and kselftests on a debug kernel (KASAN, lockdep, ...), stress, bad input, the gates with SYSCTL=n built whole
 check-debug: tree
 	@$(TOOLS)/check-debug
 

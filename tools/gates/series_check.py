@@ -5,8 +5,11 @@ kernel-doc on the touched C files); the tip is also built in a small config
 matrix and its rst documentation is parsed.
 
 Cost: the tip is built first and the earlier states after it, back to
-patch 1, so a cold run builds the kernel whole once per build directory
-(o-main, o-sysctl); the base is never built whole, only the objects that
+patch 1, so a cold run builds the kernel whole once (o-main). With SYSCTL=n
+(o-sysctl), which changes what nearly every object reads, only the objects
+of the C files the series touches are compiled (series_objects); with
+SERIES_CHECK_SYSCTL_N=whole (make check-debug) the tip is built and linked
+whole in that config. The base is never built whole, only the objects that
 warn in some build of the series (base_warnings), to tell a new warning
 from one the base has.
 
@@ -25,7 +28,8 @@ Layout under $GATES_DIR (default $BUILD/gates):
                 an unchanged input is never checked twice
 Environment: SERIES_DIR (default $WS/series), GATES_DIR, SERIES_CHECK_OUT
 (results prefix; default $RESULTS/series-check, or under GATES_DIR/scratch
-when SERIES_DIR is overridden), JOBS (make -j, default 2).
+when SERIES_DIR is overridden), JOBS (make -j, default 2),
+SERIES_CHECK_SYSCTL_N (objects, the default, or whole).
 """
 
 import collections
@@ -85,7 +89,10 @@ else:
 # SYSCTL=n rebuilds the whole kernel (sysctl.h is read nearly everywhere):
 # make check compiles only the series' own objects in that config, make
 # check-debug (SERIES_CHECK_SYSCTL_N=whole) builds and links it whole.
-SYSCTL_N_WHOLE = os.environ.get("SERIES_CHECK_SYSCTL_N", "objects") == "whole"
+SYSCTL_N = os.environ.get("SERIES_CHECK_SYSCTL_N") or "objects"
+if SYSCTL_N not in ("objects", "whole"):
+    sys.exit("error: SERIES_CHECK_SYSCTL_N=%s: objects or whole" % SYSCTL_N)
+SYSCTL_N_WHOLE = SYSCTL_N == "whole"
 PATCH_GATES = ["apply", "checkpatch", "build", "sparse", "kernel-doc"]
 TIP_GATES = ["yama=n", "sysctl=n", "kunit-test=n", "kunit-test=y", "rst"]
 # The main config is the test kernel's (fragment()); this part comes first
@@ -948,6 +955,12 @@ def main():
             if cfgname == "sysctl=n" and not SYSCTL_N_WHOLE:
                 use_odir("main")
                 targets = series_objects(scope["files"])
+                if not targets:
+                    progress("tip: %s: the series touches no C file the main "
+                             "config builds: nothing to compile" % label)
+                    matrix[label] = ({"ok": True, "warnings": [], "targets": [],
+                                      "none": True, "detail": []}, False)
+                    continue
                 progress("tip: build %s: the series' objects only (%s; the whole "
                          "kernel in make check-debug)" % (label, " ".join(targets)))
             else:
@@ -1066,7 +1079,10 @@ def main():
         for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
                                ("kunit-test=n", "kunit-test=n")):
             res, c = matrix[label]
-            if res["ok"]:
+            if res.get("none"):
+                cell(trow, label, True, ["no C file of the series is built"], c,
+                     status="-")
+            elif res["ok"]:
                 new = sorted(w for w in set(res["warnings"]) - base_warn["main"]
                              if not excused(cfgname, w, scope["files"]))
                 alone = ["compiled alone: " + " ".join(res["targets"])] \

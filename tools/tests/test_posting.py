@@ -45,7 +45,7 @@ def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
         shutil.copy(os.path.join(RECORDED, name), tmp_path / name)
     monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
     text = posting.testing_section("t")
-    assert "Series gates (NOTE: for an earlier state of the series): 55 cells passed, 0 failed over 10 patches" in " ".join(text.split())
+    assert "Series gates (`make series-check`) (NOTE: for an earlier state of the series): 55 cells passed, 0 failed over 10 patches" in " ".join(text.split())
     flat = " ".join(text.split())
     # KUnit: 14 cases once, not 28 (14 in each of two configs).
     assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in each of 2 configs (default, debug)" in flat

@@ -117,14 +117,17 @@ def test_lib_sh_takes_the_identity_from_tools_identity(tmp_path):
 def test_makefile_sets_no_default_sender(tmp_path):
     """make passes SENDER through when set and invents none when unset."""
     def sender(**extra):
-        env = {k: v for k, v in os.environ.items() if k != "SENDER"}
+        # not from the environment, nor from an enclosing make's command line
+        env = {k: v for k, v in os.environ.items() if k not in (
+            "SENDER", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL")}
         env.update(extra)
         return subprocess.run(
-            ["make", "-s", "-C", WS, "--eval", "show-sender: ; @echo \"[$$SENDER]\"",
+            ["make", "-s", "-C", WS, "--eval",
+             "show-sender: ; @echo \"[$(SENDER)][$$SENDER]\"",
              "show-sender"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True, check=True).stdout.strip()
-    assert sender() == "[]"
-    assert sender(SENDER="A B <a@b.example>") == "[A B <a@b.example>]"
+    assert sender() == "[][]"
+    assert sender(SENDER="A B <a@b.example>") == "[A B <a@b.example>][A B <a@b.example>]"
 
 
 def test_one_home_for_the_placeholder():

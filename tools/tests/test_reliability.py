@@ -16,19 +16,21 @@ SYSCTL_TEST_PATH = "tools/testing/selftests/yama/sysctl_test.c"
 
 def new_file_of_series(path):
     """The content of a file a patch of series/ creates (its + lines)."""
+    sys.path.insert(0, os.path.join(WS, "tools"))
+    import series
     sdir = os.path.join(WS, "series")
-    for name in sorted(os.listdir(sdir)):
-        if not name.endswith(".patch"):
-            continue
-        lines, inside = [], False
+    for name in series.patch_names(sdir):
+        lines, inside, new = [], False, False
         for line in open(os.path.join(sdir, name), errors="replace"):
             if line.startswith("diff --git "):
                 if inside:
                     break
                 inside = line.rstrip().endswith(" b/" + path)
+            elif inside and line.startswith("new file mode"):
+                new = True
             elif inside and line.startswith("+") and not line.startswith("+++ "):
                 lines.append(line[1:])
-        if lines:
+        if new and lines:
             return "".join(lines)
     raise AssertionError("no patch of series/ creates " + path)
 
@@ -150,3 +152,59 @@ def test_debug_scenario_line_is_understood_by_ktap_py(tmp_path):
     # Empty logs fail the boot (1), but the options must parse (not 2).
     assert p.returncode == 1, p.stderr
     assert "no case matches stress.*" in p.stdout
+
+
+def series_cases():
+    """The KUnit cases (suite.case) and kselftest cases (program/fixture.
+    variant.test, as ktap.py names them) that the patches of series/ add."""
+    import re
+    sys.path.insert(0, os.path.join(WS, "tools"))
+    import series
+    sdir = os.path.join(WS, "series")
+    files, cur = {}, None
+    for name in series.patch_names(sdir):
+        for line in open(os.path.join(sdir, name), errors="replace"):
+            if line.startswith("+++ b/"):
+                cur = line[6:].strip()
+                files.setdefault(cur, [])
+            elif cur and line.startswith("+"):
+                files[cur].append(line[1:])
+    cases = set()
+    for path, lines in files.items():
+        text = "".join(lines)
+        arrays = {m.group(1): re.findall(r"KUNIT_CASE\((\w+)\)", m.group(2))
+                  for m in re.finditer(r"struct kunit_case (\w+)\[\] = \{(.*?)\};", text, re.S)}
+        for m in re.finditer(r"struct kunit_suite \w+ = \{(.*?)\};", text, re.S):
+            suite = re.search(r'\.name = "(\w+)"', m.group(1)).group(1)
+            arr = re.search(r"\.test_cases = (\w+)", m.group(1)).group(1)
+            cases |= {"%s.%s" % (suite, c) for c in arrays[arr]}
+        if path.startswith("tools/testing/selftests/yama/") and path.endswith(".c"):
+            prog = os.path.basename(path)[:-2]
+            variants = {}
+            for f, v in re.findall(r"FIXTURE_VARIANT_ADD\((\w+), (\w+)\)", text):
+                variants.setdefault(f, []).append(v)
+            for f, t in re.findall(r"^TEST_F\((\w+), (\w+)\)", text, re.M):
+                for v in variants.get(f, [None]):
+                    cases.add("%s/%s.%s%s" % (prog, f, v + "." if v else "", t))
+            for t in re.findall(r"^TEST\((\w+)\)", text, re.M):
+                cases.add("%s/global.%s" % (prog, t))
+    return cases
+
+
+def test_every_mutation_names_cases_the_series_has():
+    """Each Must fail: glob of kunit/mutations and selftests/mutations
+    matches a case the series adds (else make mutations could never call
+    the mutation caught)."""
+    import fnmatch
+    import glob
+    cases = series_cases()
+    assert "yama_sysctl.test_scope_write_three_is_final" in cases
+    assert "sysctl_test/sysctl.ptrace_scope.invalid_out_of_range" in cases
+    patches = glob.glob(os.path.join(WS, "kunit", "mutations", "*.patch")) + \
+        glob.glob(os.path.join(WS, "selftests", "mutations", "*.patch"))
+    assert patches
+    for p in patches:
+        first = open(p).readline()
+        assert first.startswith("Must fail: "), p
+        for g in first[len("Must fail: "):].split():
+            assert any(fnmatch.fnmatchcase(c, g) for c in cases), (p, g)
