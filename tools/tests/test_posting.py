@@ -35,74 +35,82 @@ def test_testing_section_without_results_says_not_run(tmp_path, monkeypatch):
 
 
 FIXTURES = os.path.join(WS, "tools", "tests", "fixtures")
-# kunit.json and selftests.json exactly as tools/kunit and tools/selftests
-# wrote them in the fresh-clone make check of main at e251e02.
-RECORDED = os.path.join(FIXTURES, "make-check-e251e02")
+# kunit.json, selftests.json and series-check.json exactly as the stages
+# wrote them in the fresh-clone make check of main at eeeb65b (cold, 2205 s,
+# 681 passed, 0 failed).
+RECORDED = os.path.join(FIXTURES, "make-check-eeeb65b")
+
+
+def recorded(tmp_path, monkeypatch, change=None):
+    """The recorded results in tmp_path, changed by change(name, data)."""
+    import json
+    for name in ("kunit.json", "selftests.json", "series-check.json"):
+        data = json.load(open(os.path.join(RECORDED, name)))
+        if change:
+            change(name, data)
+        (tmp_path / name).write_text(json.dumps(data))
+    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
 
 
 def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
-    for name in ("kunit.json", "selftests.json", "series-check.json"):
-        shutil.copy(os.path.join(RECORDED, name), tmp_path / name)
-    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
-    text = posting.testing_section("t")
-    assert "Series gates (`make series-check`) (NOTE: for an earlier state of the series): 55 cells passed, 0 failed over 10 patches" in " ".join(text.split())
+    recorded(tmp_path, monkeypatch)
+    text = posting.testing_section("6224e7799b983ef32f135b4dbf2540e00151efa7")
     flat = " ".join(text.split())
-    # KUnit: 14 cases once, not 28 (14 in each of two configs).
-    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in each of 2 configs (default, debug)" in flat
-    assert "28" not in flat
-    # One line per boot, with what the boot changes on the command line.
+    # the tip the gates checked is the tip posted: no NOTE
+    assert "- Series gates (`make series-check`): 55 cells passed, 0 failed over 10 patches." in flat
+    assert "The tip built with SECURITY_YAMA=n, SYSCTL=n, the KUnit test off, the KUnit test on, Yama.rst parsed by docutils: passed." in flat
+    # KUnit: 14 cases, once, in the kernel the kselftests boot
+    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in the kernel the kselftests boot (lockdep, PROVE_RCU on)" in flat
+    # One line per boot, with what the boot changes on the command line
+    # (the harness's own options, kunit.enable=0 among them, left out).
     assert "- default: 160/0/5" in text
     assert "- cmdline: 160/0/5 (sysctl.kernel.yama.ptrace_scope=2" in text
-    assert max(len(l) for l in text.splitlines()) <= 72, text
     assert "- no-yama: 0/0/165 (lsm=landlock)" in text
     assert "- landlock: 162/0/3 (lsm=landlock,yama)" in text
+    assert "- vfs-diff: 4/0/0" in text and "selftests.only" not in text
+    assert "kunit.enable" not in text
+    # the differential test's own counts
+    assert "seed 20101020, 22000 cases" in flat and "22000 agree, 0 disagree" in flat
+    assert max(len(l) for l in text.splitlines()) <= 72, text
     assert "not run" not in text
-    assert "Differential" not in text  # that run had no vfs-diff boot
 
 
-def test_testing_section_kunit_in_the_test_kernel(tmp_path, monkeypatch):
-    """Since make kunit boots the test kernel (one config, "default"), the
-    KUnit line says so; the harness's kunit.enable=0 is no scenario change."""
-    import json
-    kunit = json.load(open(os.path.join(RECORDED, "kunit.json")))
-    del kunit["debug"]
-    (tmp_path / "kunit.json").write_text(json.dumps(kunit))
-    selftests = json.load(open(os.path.join(RECORDED, "selftests.json")))
-    for v in selftests["scenarios"].values():
-        v["cmdline"] = v["cmdline"].replace("rdinit=/init", "rdinit=/init kunit.enable=0")
-    (tmp_path / "selftests.json").write_text(json.dumps(selftests))
-    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
+def test_testing_section_says_when_the_gates_checked_another_tip(tmp_path, monkeypatch):
+    recorded(tmp_path, monkeypatch)
+    flat = " ".join(posting.testing_section("0" * 40).split())
+    assert "- Series gates (`make series-check`) (NOTE: for an earlier state of the series)" in flat
+
+
+def test_testing_section_reports_failures(tmp_path, monkeypatch):
+    def change(name, data):
+        if name == "kunit.json":
+            data["default"]["failed"] = 1
+            data["default"]["passed"] -= 1
+            data["default"]["suites"]["yama_sysctl"]["failed"] = 1
+            data["default"]["suites"]["yama_sysctl"]["passed"] -= 1
+        elif name == "selftests.json":
+            d = data["scenarios"]["vfs-diff"]["counts"]["vfs_diff"]
+            d["agree"] -= 3
+            d["disagree"] = 3
+            data["scenarios"]["landlock"]["fail"] = 2
+            data["scenarios"]["landlock"]["pass"] -= 2
+        elif name == "series-check.json":
+            data["cells"]["tip"]["sysctl=n"]["status"] = "FAIL"
+    recorded(tmp_path, monkeypatch, change)
+    flat = " ".join(posting.testing_section("6224e7799b983ef32f135b4dbf2540e00151efa7").split())
+    assert "14 cases in 3 suites" in flat
+    assert "NOT all passed: 1 failed, 0 crashed, 0 skipped" in flat
+    assert "- landlock: 160/2/3" in flat
+    assert "21997 agree, 3 disagree" in flat
+    assert "passed; failed: SYSCTL=n." in flat
+
+
+def test_testing_section_sysctl_n_objects_only(tmp_path, monkeypatch):
+    """series-check.json of make check (SYSCTL=n: the series' objects)."""
+    recorded(tmp_path, monkeypatch, lambda n, d: d.update(sysctl_n="objects")
+             if n == "series-check.json" else None)
     flat = " ".join(posting.testing_section("t").split())
-    assert "all passed in the kernel the kselftests boot (lockdep, PROVE_RCU on)" in flat
-    assert "config" not in flat.split("KUnit", 1)[1].split("kselftests", 1)[0]
-    assert "kunit.enable" not in flat
-    assert "- default: 160/0/5 - cmdline" in flat
-
-
-def test_testing_section_reports_failures_and_the_differential_test(tmp_path, monkeypatch):
-    import json
-    kunit = json.load(open(os.path.join(RECORDED, "kunit.json")))
-    kunit["debug"]["failed"] = 1
-    kunit["debug"]["passed"] -= 1
-    (tmp_path / "kunit.json").write_text(json.dumps(kunit))
-    selftests = json.load(open(os.path.join(RECORDED, "selftests.json")))
-    # The vfs-diff boot's entry, made by ktap.py from a recorded result channel.
-    out = tmp_path / "vfs-diff.json"
-    subprocess.run([sys.executable, os.path.join(WS, "selftests", "ktap.py"),
-                    "vfs-diff", os.path.join(FIXTURES, "vfs-diff.ktap.log"),
-                    "/dev/null", str(out)], check=True, capture_output=True)
-    entry = json.load(open(out))
-    selftests["scenarios"]["vfs-diff"] = {
-        "cmdline": "console=ttyS0 selftests.only=yama_vfs_diff vfsdiff.seed=20101020",
-        "pass": entry["pass"], "fail": entry["fail"], "skip": entry["skip"],
-        "counts": entry["counts"]}
-    (tmp_path / "selftests.json").write_text(json.dumps(selftests))
-    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
-    flat = " ".join(posting.testing_section("t").split())
-    assert "NOT all passed: debug: 1 failed" in flat
-    assert "- vfs-diff: 4/0/0 " in flat and "(selftests.only" not in flat
-    assert "seed 20101020, 22000 cases" in flat
-    assert "22000 agree, 0 disagree" in flat
+    assert "SYSCTL=n (the series' objects only)" in flat
 
 
 def write_cover(d, body):
