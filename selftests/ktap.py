@@ -44,8 +44,8 @@ def parse_ktap(text):
     for raw in text.splitlines():
         line = raw.rstrip("\r")
         m = TOP_PLAN.match(line)
-        if m and planned is None:
-            planned = int(m.group(1))
+        if m:   # one plan per collection
+            planned = (planned or 0) + int(m.group(1))
             continue
         m = re.match(r"^# selftests: (\S+): (\S+)$", line)
         if m:
@@ -154,6 +154,7 @@ def main(argv):
     if args.programs is not None and planned not in (None, args.programs):
         problems.append("planned %s programs, expected %d" %
                         (planned, args.programs))
+    problems += [l for l in ktap.splitlines() if l.startswith("Bail out!")]
     if "# yama-selftests: end" not in ktap:
         problems.append("the run did not reach its end")
     for prog in programs:

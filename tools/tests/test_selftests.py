@@ -120,3 +120,36 @@ def test_problem_and_program_count(tmp_path):
     assert rc == 1 and "QEMU killed" in r["problems"]
     rc, out, r = run(tmp_path, GOOD, CONSOLE, "--programs", "6")
     assert rc == 1
+
+
+# run_kselftest.sh prints one plan per collection (the stress collection of
+# make check-debug runs before yama): the plans add up.
+TWO_COLLECTIONS = """TAP version 13
+1..1
+# timeout set to 600
+# selftests: stress: yama_stress
+# TAP version 13
+# 1..1
+# ok 1 stress
+ok 1 selftests: stress: yama_stress
+""" + GOOD
+
+
+def test_plans_of_several_collections_add_up(tmp_path):
+    rc, out, r = run(tmp_path, TWO_COLLECTIONS, CONSOLE, "--programs", "3")
+    assert rc == 0, out
+    assert r["pass"] == 4 and not r["problems"]
+
+
+def test_a_collection_that_reports_too_few_programs_fails(tmp_path):
+    short = TWO_COLLECTIONS.replace("ok 2 selftests: yama: stacking_test\n", "")
+    rc, out, r = run(tmp_path, short, CONSOLE)
+    assert rc != 0
+    assert any("2 of 3 programs reported" in p for p in r["problems"]), r["problems"]
+
+
+def test_a_bail_out_of_the_init_is_a_problem(tmp_path):
+    bail = "Bail out! run_kselftest.sh -t missing:x exited with 1\n# yama-selftests: end\n"
+    rc, out, r = run(tmp_path, bail, CONSOLE)
+    assert rc != 0
+    assert any(p.startswith("Bail out! run_kselftest.sh") for p in r["problems"]), r["problems"]
