@@ -92,7 +92,9 @@ def parse_ktap(text):
 
 # A program's counts for the results ("# vfs_diff: seed=1 cases=2 ..."), as
 # the differential test (selftests/vfs-diff) prints them.
-COUNTS = re.compile(r"^# # (vfs_diff): ((?:\w+=\S+ ?)+)$")
+# A program's figures: "# # NAME: key=value key=value ..." (yama_vfs_diff,
+# yama_stress, yama_badinput); they go to results.json's "counts".
+COUNTS = re.compile(r"^# # ([\w.]+): ((?:\w+=\S+ ?)+)$")
 
 
 def parse_counts(text):

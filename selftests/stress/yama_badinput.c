@@ -309,7 +309,8 @@ int main(void)
 			fail("%s not restored to %d", names[s], initial[s]);
 	printf("%sok %d badinput.restored\n", case_failed ? "not " : "", ++n);
 	failed += case_failed;
-	printf("# yama_badinput: %lu writes: %lu invalid input (EINVAL expected), %lu accepted, %lu mismatches; %lu distinct invalid inputs in the corpus\n",
+	/* invalid: writes of invalid input (EINVAL expected) */
+	printf("# yama_badinput: writes=%lu invalid=%lu accepted=%lu mismatches=%lu distinct_invalid=%lu\n",
 	       writes, einval_writes, accepted_writes, mismatches, corpus_einval);
 	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:0\n",
 	       n - failed, failed);

@@ -1033,7 +1033,7 @@ int main(void)
 		int ok = sh->wrong[i] == 0 && sh->errors[i] == 0 &&
 			 sh->judged[i] > 0;
 
-		printf("# %s: %lu operations, %lu judged, %lu wrong, %lu errors\n",
+		printf("# stress.%s: operations=%lu judged=%lu wrong=%lu errors=%lu\n",
 		       cat_name[i], sh->ops[i], sh->judged[i], sh->wrong[i],
 		       sh->errors[i]);
 		if (sh->first_wrong[i][0])
@@ -1051,7 +1051,7 @@ int main(void)
 	printf("%sok %d stress.sysctls_restored\n", restored ? "" : "not ",
 	       NCAT + 2);
 	failed += !!bad_exit + !restored;
-	printf("# yama_stress: %lu operations, %lu judged decisions, %lu wrong decisions\n",
+	printf("# yama_stress: operations=%lu judged=%lu wrong=%lu\n",
 	       total_ops, total_judged, total_wrong);
 	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:0\n",
 	       NCAT + 2 - failed, failed);

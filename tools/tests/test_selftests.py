@@ -153,3 +153,15 @@ def test_a_bail_out_of_the_init_is_a_problem(tmp_path):
     rc, out, r = run(tmp_path, bail, CONSOLE)
     assert rc != 0
     assert any(p.startswith("Bail out! run_kselftest.sh") for p in r["problems"]), r["problems"]
+
+
+def test_count_lines_of_every_program_go_to_counts(tmp_path):
+    stress = TWO_COLLECTIONS.replace(
+        "# ok 1 stress\n",
+        "# # stress.symlink: operations=10 judged=9 wrong=0 errors=0\n"
+        "# ok 1 stress\n"
+        "# # yama_stress: operations=10 judged=9 wrong=0\n")
+    rc, out, r = run(tmp_path, stress, CONSOLE)
+    assert rc == 0, out
+    assert r["counts"]["yama_stress"] == {"operations": 10, "judged": 9, "wrong": 0}
+    assert r["counts"]["stress.symlink"]["judged"] == 9
