@@ -48,12 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 import series  # noqa: E402  (tools/series.py)
 
-WS = os.environ["WS"]
-BUILD = os.environ.get("BUILD", os.path.join(WS, "build"))
-TREE = os.environ.get("TREE", os.path.join(BUILD, "linux"))
-RESULTS = os.environ.get("RESULTS", os.path.join(BUILD, "results"))
-DEFAULT_SERIES = os.path.join(WS, "series")
-SERIES_DIR = os.path.abspath(os.environ.get("SERIES_DIR") or DEFAULT_SERIES)
+WS, BUILD, _, TREE, RESULTS, SERIES_DIR = series.workspace()
 G = os.path.abspath(os.environ.get("GATES_DIR") or os.path.join(BUILD, "gates"))
 SRC = os.path.join(G, "linux")
 OLD_SRC = os.path.join(G, "src")    # the checkout's name until 2026-12
@@ -81,7 +76,7 @@ CC = "%s ccache gcc" % CCWRAP
 DICT = "/usr/lib/python3/dist-packages/codespell_lib/data/dictionary.txt"
 if os.environ.get("SERIES_CHECK_OUT"):
     OUTP = os.environ["SERIES_CHECK_OUT"]
-elif SERIES_DIR != os.path.abspath(DEFAULT_SERIES):
+elif SERIES_DIR != os.path.abspath(os.path.join(WS, "series")):
     OUTP = os.path.join(G, "scratch", os.path.basename(SERIES_DIR), "series-check")
 else:
     OUTP = os.path.join(RESULTS, "series-check")

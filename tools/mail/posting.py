@@ -40,12 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 import series  # noqa: E402  (tools/series.py)
 
-WS = os.environ["WS"]
-BUILD = os.environ.get("BUILD", os.path.join(WS, "build"))
-OUT = os.environ.get("OUT", os.path.join(WS, "out"))
-TREE = os.environ.get("TREE", os.path.join(BUILD, "linux"))
-RESULTS = os.environ.get("RESULTS", os.path.join(BUILD, "results"))
-SERIES_DIR = os.path.abspath(os.environ.get("SERIES_DIR") or os.path.join(WS, "series"))
+WS, BUILD, OUT, TREE, RESULTS, SERIES_DIR = series.workspace()
 B4_CONFIG = os.environ.get("B4_CONFIG") or os.path.join(WS, ".b4-config")
 COVER_DIR = os.environ.get("COVER_DIR") or os.path.join(WS, "cover-letter")
 POST_OUT = os.environ.get("POSTING_OUT") or os.path.join(OUT, "posting")

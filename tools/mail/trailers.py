@@ -30,7 +30,7 @@ import posting  # noqa: E402
 from posting import Fail, run, run_rc  # noqa: E402
 
 TREE = os.environ["TREE"]
-RESULTS = os.environ.get("RESULTS", os.path.join(posting.BUILD, "results"))
+RESULTS = posting.RESULTS
 KEYS = ["Reviewed-by", "Acked-by", "Tested-by", "Reported-by", "Suggested-by"]
 # A line that means to be one of KEYS: any case, "-" or " ", with a colon,
 # or without one but with an address ("Acked-by Serge serge at example.org");
