@@ -85,6 +85,16 @@ class Fail(Exception):
     pass
 
 
+def cli(name, main):
+    """Run MAIN as the program NAME (posting, review, trailers): its return
+    value is the exit status; a Fail is "error: NAME: ..." and status 1."""
+    try:
+        sys.exit(main())
+    except Fail as e:
+        print("error: %s: %s" % (name, e), file=sys.stderr)
+        sys.exit(1)
+
+
 def progress(msg):
     print("  [%3ds] %s" % (time.time() - T0, msg), flush=True)
 
@@ -1325,8 +1335,4 @@ def write_proof(outdir, rev, problems):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Fail as e:
-        print("error: posting: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    cli("posting", main)

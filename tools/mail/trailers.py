@@ -270,8 +270,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Fail as e:
-        print("error: trailers: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    posting.cli("trailers", main)
