@@ -121,8 +121,70 @@ def indent(text, pre="    | "):
     return "\n".join(pre + l for l in text.splitlines())
 
 
+def b4(*args):
+    """The command line of b4 ARGS, offline and never reading stdin."""
+    return [B4, "--offline-mode", "--no-stdin"] + list(args)
+
+
+def git_identity(name):
+    """A git identity NAME <NAME@localhost> for one command: config and
+    committer. b4 0.12's am exits 1 without a word after `git mailinfo`
+    when git config has no user.name/user.email (a machine with no
+    identity: the placeholder case)."""
+    addr = name + "@localhost"
+    return {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
+            "GIT_CONFIG_VALUE_0": name, "GIT_CONFIG_KEY_1": "user.email",
+            "GIT_CONFIG_VALUE_1": addr, "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": addr}
+
+
+def git(tree, *args, **kw):
+    return run(["git", "-C", tree] + list(args), **kw)
+
+
 def pgit(*args, **kw):
-    return run(["git", "-C", PTREE] + list(args), **kw)
+    return git(PTREE, *args, **kw)
+
+
+def base_commit(tree=None):
+    """The commit of TREE's (default: the tree's) tag base."""
+    tree = tree or TREE
+    base = git(tree, "rev-parse", "--verify", "-q", "refs/tags/base^{commit}",
+               check=False).strip()
+    if not base:
+        raise Fail("%s has no tag 'base'; run make tree" % tree)
+    return base
+
+
+def clone_ptree():
+    """WORK/linux, the b4 tree: a clone of the tree sharing its objects."""
+    if not os.path.isdir(os.path.join(PTREE, ".git")):
+        progress("cloning %s -> %s (shared objects, one checkout)" % (TREE, PTREE))
+        os.makedirs(WORK, exist_ok=True)
+        run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+
+
+def unfold(value):
+    """A header's value on one line, white space folded."""
+    return " ".join(str(value).split())
+
+
+def rel(path, root):
+    """PATH relative to ROOT when it is below it, else PATH."""
+    return os.path.relpath(path, root) if path.startswith(root) else path
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def series_list():
@@ -136,15 +198,20 @@ def series_list():
 
 
 # ------------------------------------------------------------- revisions
+def posted(rev, ext="mbox"):
+    """cover-letter/posted/vREV.EXT, kept by --record."""
+    return os.path.join(COVER_DIR, "posted", "v%d.%s" % (rev, ext))
+
+
+def changelog(rev):
+    """cover-letter/changes/vREV.txt, what changed in vREV."""
+    return os.path.join(COVER_DIR, "changes", "v%d.txt" % rev)
+
+
 def posted_revisions():
     d = os.path.join(COVER_DIR, "posted")
-    revs = []
-    if os.path.isdir(d):
-        for fn in os.listdir(d):
-            m = re.match(r"^v(\d+)\.mbox$", fn)
-            if m:
-                revs.append(int(m.group(1)))
-    return sorted(revs)
+    fns = os.listdir(d) if os.path.isdir(d) else []
+    return sorted(int(m.group(1)) for m in map(re.compile(r"^v(\d+)\.mbox$").match, fns) if m)
 
 
 def series_messages(names=None):
@@ -168,16 +235,15 @@ def unchanged_since_posted(tree):
     if not revs or not tree:
         return None
     n = revs[-1]
-    posted = os.path.join(COVER_DIR, "posted", "v%d" % n)
-    if read(posted + ".tree") != tree:
+    if read(posted(n, "tree")) != tree:
         return None
-    messages = read(posted + ".messages")
-    if messages is not None and messages.strip() != series_messages():
+    messages = read(posted(n, "messages"))
+    if messages is not None and messages != series_messages():
         return None
-    kept = read(posted + ".cover.txt")
+    kept = read(posted(n, "cover.txt"))
     if kept is not None and kept != read(os.path.join(COVER_DIR, "cover.txt")):
         return None
-    ch = read(os.path.join(COVER_DIR, "changes", "v%d.txt" % (n + 1)))
+    ch = read(changelog(n + 1))
     if ch and not ch.startswith(NO_CHANGE):
         return None
     return n
@@ -197,7 +263,7 @@ def current_revision(tree=None):
 
 def cover_msgid(mbox_path):
     for msg in mailbox.mbox(mbox_path):
-        subj = " ".join(str(msg.get("Subject", "")).split())
+        subj = unfold(msg.get("Subject", ""))
         if re.search(r"\[PATCH[^\]]* 0+/\d+\]", subj):
             return msg.get("Message-ID", "").strip().strip("<>")
     raise Fail("%s has no cover letter (0/N)" % mbox_path)
@@ -220,17 +286,14 @@ def kunit_lines(kj):
     k = kj.get("default") if isinstance(kj, dict) else None
     if not isinstance(k, dict):
         return ["- KUnit: not run in this workspace."]
-    suites = k.get("suites", {})
-    cases = sum(v.get("passed", 0) + v.get("failed", 0) + v.get("crashed", 0)
-                + v.get("skipped", 0) for v in suites.values())
-    bad = k.get("failed", 0) or k.get("crashed", 0) or k.get("skipped", 0)
+    suites = {n: sum(v.get(c, 0) for c in ("passed", "failed", "crashed", "skipped"))
+              for n, v in k.get("suites", {}).items()}
+    bad = [k.get(c, 0) for c in ("failed", "crashed", "skipped")]
     text = "- KUnit (`make kunit`: kunit.py run --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in the kernel the kselftests boot (lockdep, PROVE_RCU on)." % (
-        cases, len(suites),
-        ", ".join("%s %d" % (n, v.get("passed", 0) + v.get("failed", 0)
-                             + v.get("crashed", 0) + v.get("skipped", 0))
-                  for n, v in sorted(suites.items())),
-        "all passed" if not bad else "NOT all passed: %d failed, %d crashed, %d skipped" % (
-            k.get("failed", 0), k.get("crashed", 0), k.get("skipped", 0)))
+        sum(suites.values()), len(suites),
+        ", ".join("%s %d" % nv for nv in sorted(suites.items())),
+        "NOT all passed: %d failed, %d crashed, %d skipped" % tuple(bad) if any(bad)
+        else "all passed")
     return [textwrap.fill(text, width=72, subsequent_indent="  ",
                           break_on_hyphens=False)]
 
@@ -329,19 +392,17 @@ def changes_section(rev, subjects=None):
     are about the revision they were written for."""
     parts = []
     for r in range(rev, 1, -1):
-        path = os.path.join(COVER_DIR, "changes", "v%d.txt" % r)
+        path = changelog(r)
         if os.path.exists(path):
-            body = open(path).read().strip()
+            body = read(path)
             if r == rev and REF.search(body):
                 body = rewrap_entries(resolve_refs(
                     body, patch_subjects() if subjects is None else subjects))
         else:
             body = "- EDITME: describe what changed since v%d (%s missing)." % (
                 r - 1, os.path.relpath(path, WS))
-        prev = os.path.join(COVER_DIR, "posted", "v%d.mbox" % (r - 1))
-        link = ""
-        if os.path.exists(prev):
-            link = "\n- Link to v%d: https://lore.kernel.org/r/%s" % (r - 1, cover_msgid(prev))
+        link = "\n- Link to v%d: https://lore.kernel.org/r/%s" % (
+            r - 1, cover_msgid(posted(r - 1))) if os.path.exists(posted(r - 1)) else ""
         parts.append("Changes in v%d:\n%s%s" % (r, body, link))
     return "\n\n".join(parts)
 
@@ -355,7 +416,7 @@ def patch_subjects(names=None):
     for name in names or series_list():
         with open(os.path.join(SERIES_DIR, name), "rb") as f:
             msg = email.message_from_binary_file(f, policy=email.policy.default)
-        subj = " ".join(str(msg.get("Subject", "")).split())
+        subj = unfold(msg.get("Subject", ""))
         subjects.append(re.sub(r"^(\[[^\]]*\] *)+", "", subj))
     return subjects
 
@@ -454,18 +515,12 @@ def as_sender(path, n):
     return out
 
 
-def prepare_tree(names, rev, cover_text):
+def prepare_tree(names, rev, cover_text, base):
+    """The b4 prep branch of revision REV in the b4 tree; its tree."""
     env_id = {"GIT_AUTHOR_NAME": SENDER_NAME, "GIT_AUTHOR_EMAIL": SENDER_EMAIL,
               "GIT_COMMITTER_NAME": SENDER_NAME, "GIT_COMMITTER_EMAIL": SENDER_EMAIL}
-    base = run(["git", "-C", TREE, "rev-parse", "--verify", "-q",
-                "refs/tags/base^{commit}"], check=False).strip()
-    if not base:
-        raise Fail("%s has no tag 'base'; run make tree" % TREE)
-    if not os.path.isdir(os.path.join(PTREE, ".git")):
-        progress("cloning %s -> %s (shared objects, one checkout)" % (TREE, PTREE))
-        os.makedirs(WORK, exist_ok=True)
-        run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
-    if run(["git", "-C", PTREE, "cat-file", "-e", base + "^{commit}"], check=False):
+    clone_ptree()
+    if pgit("cat-file", "-e", base + "^{commit}", check=False):
         pgit("fetch", "-q", TREE, "refs/tags/base:refs/tags/base")
     cfg = [("user.name", SENDER_NAME), ("user.email", SENDER_EMAIL),
            ("sendemail.smtpserver", os.path.join(HERE, "local-sendmail")),
@@ -504,29 +559,24 @@ def prepare_tree(names, rev, cover_text):
             pgit("am", "--abort", check=False)
             raise Fail("patch %d %s does not apply on base + the patches before it:\n%s" % (
                 n, name, indent(out.strip())))
-    tip = pgit("rev-parse", "HEAD").strip()
     # The cover text, non-interactively: b4 runs core.editor (cover-editor),
     # which copies COVER_TEXT_FILE over the file b4 gives it.
     cover_file = os.path.join(WORK, "cover.txt")
-    with open(cover_file, "w") as f:
-        f.write(cover_text)
+    write(cover_file, cover_text)
     b4env = {"COVER_TEXT_FILE": cover_file, "EDITOR": os.path.join(HERE, "cover-editor")}
-    out = run([B4, "--offline-mode", "--no-stdin", "prep", "--edit-cover"], cwd=PTREE,
-              env=b4env, what="b4 prep --edit-cover")
+    out = run(b4("prep", "--edit-cover"), cwd=PTREE, env=b4env, what="b4 prep --edit-cover")
     progress("b4 prep --edit-cover: %s" % out.strip().splitlines()[-1] if out.strip() else "")
     if os.environ.get("POSTING_NO_AUTO_CC") != "1":
-        out = run([B4, "--offline-mode", "--no-stdin", "prep", "--auto-to-cc"], cwd=PTREE,
-                  what="b4 prep --auto-to-cc")
+        run(b4("prep", "--auto-to-cc"), cwd=PTREE, what="b4 prep --auto-to-cc")
         progress("b4 prep --auto-to-cc: To/Cc from scripts/get_maintainer.pl")
-    return base, pgit("rev-parse", "HEAD^{tree}").strip()
+    return pgit("rev-parse", "HEAD^{tree}").strip()
 
 
 def write_posting(rev, outdir):
     if os.path.isdir(outdir):
         shutil.rmtree(outdir)
     os.makedirs(outdir)
-    out = run([B4, "--offline-mode", "--no-stdin", "send", "--no-sign", "-o", outdir],
-              cwd=PTREE, what="b4 send -o")
+    out = run(b4("send", "--no-sign", "-o", outdir), cwd=PTREE, what="b4 send -o")
     emls = sorted(f for f in os.listdir(outdir) if f.endswith(".eml"))
     if not emls:
         raise Fail("b4 send -o wrote no message:\n" + indent(out))
@@ -553,9 +603,14 @@ def write_posting(rev, outdir):
 
 
 # ------------------------------------------------------------- the proof
+def numbered(mbox_path):
+    """[((n, M, subject), message)] of an mbox's [PATCH n/M] messages."""
+    return [(p, m) for m in mailbox.mbox(mbox_path)
+            for p in [parse_subject(m.get("Subject", ""))] if p]
+
+
 def parse_subject(s):
-    s = " ".join(str(s).split())
-    m = re.match(r"^\[PATCH(?: [^\]]*?)? (\d+)/(\d+)\] (.*)$", s)
+    m = re.match(r"^\[PATCH(?: [^\]]*?)? (\d+)/(\d+)\] (.*)$", unfold(s))
     return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
 
 
@@ -570,7 +625,7 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
     for i, m in enumerate(msgs):
         subj = m.get("Subject", "")
         p = parse_subject(subj)
-        where = "message %d (%s)" % (i, " ".join(str(subj).split())[:60])
+        where = "message %d (%s)" % (i, unfold(subj)[:60])
         for h in ("From", "To", "Subject", "Message-ID"):
             if not str(m.get(h, "")).strip():
                 problems.append("%s: no %s header" % (where, h))
@@ -597,8 +652,7 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
     csubj = parse_subject(cover["Subject"])[2]
     if not csubj.startswith("security: Yama LSM"):
         problems.append("cover subject %r does not start with 'security: Yama LSM'" % csubj)
-    cbody = cover.get_payload(decode=True).decode("utf-8", "replace")
-    if "EDITME" in cbody or "EDITME" in csubj:
+    if "EDITME" in message_text(cover) or "EDITME" in csubj:
         problems.append("the cover letter still contains EDITME")
     if "linux-security-module@vger.kernel.org" not in str(cover.get("To", "")) + \
             str(cover.get("Cc", "")):
@@ -612,21 +666,16 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
             problems.append("patch %d/%d does not thread under the cover %s "
                             "(In-Reply-To %s)" % (p[0], M, cid, irt or "none"))
     # git am onto a fresh copy of the base: the tip's tree, exactly.
-    if base is None:
-        base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
-    if not os.path.isdir(os.path.join(VERIFY_TREE, ".git")) and \
-            not os.path.isfile(os.path.join(VERIFY_TREE, ".git")):
+    base = base or base_commit()
+    if not os.path.exists(os.path.join(VERIFY_TREE, ".git")):
         progress("creating the verify worktree %s (one checkout of the base)" % VERIFY_TREE)
-        os.makedirs(WORK, exist_ok=True)
-        if not os.path.isdir(os.path.join(PTREE, ".git")):
-            run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
-        run(["git", "-C", PTREE, "worktree", "prune"])
-        run(["git", "-C", PTREE, "worktree", "add", "-q", "--detach", VERIFY_TREE, base])
+        clone_ptree()
+        pgit("worktree", "prune")
+        pgit("worktree", "add", "-q", "--detach", VERIFY_TREE, base)
     vgit = ["git", "-C", VERIFY_TREE]
     run(vgit + ["am", "--abort"], check=False)
     run(vgit + ["checkout", "-q", "-f", "--detach", base])
-    env = {"GIT_COMMITTER_NAME": "verify", "GIT_COMMITTER_EMAIL": "verify@localhost",
-           "GIT_AUTHOR_NAME": "verify", "GIT_AUTHOR_EMAIL": "verify@localhost"}
+    env = git_identity("verify")
     # git am takes the patches of the thread (the cover 0/M carries none).
     am_input = os.path.join(WORK, "am-input.mbox")
     if os.path.exists(am_input):
@@ -654,14 +703,7 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
                                os.path.join(lint_dir, "posting-lint.json"))
     # b4 am, offline, from the mbox.
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
-        # b4 0.12's am exits 1 without a word after `git mailinfo` when git
-        # config has no user.name/user.email (a machine with no identity:
-        # the placeholder case); give it one, for this command only.
-        out = run([B4, "--offline-mode", "--no-stdin", "am", "-m", mbox_path, "-o", tmp],
-                  cwd=tmp, check=False, env={
-                      "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
-                      "GIT_CONFIG_VALUE_0": "verify", "GIT_CONFIG_KEY_1": "user.email",
-                      "GIT_CONFIG_VALUE_1": "verify@localhost"})
+        out = run(b4("am", "-m", mbox_path, "-o", tmp), cwd=tmp, check=False, env=env)
         mbx = [f for f in os.listdir(tmp) if f.endswith(".mbx")]
         if not mbx:
             problems.append("b4 am -m thread.mbox made no .mbx:\n" + indent(out.strip()))
@@ -681,7 +723,7 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
             problems.append("message %d/%d is From: %s, the sender is %s <%s>" % (
                 p[0], M, frm, SENDER_NAME, SENDER_EMAIL))
         if p[0] and not re.search(r"(?mi)^Signed-off-by: .*<%s>\s*$" % re.escape(me),
-                                  m.get_payload(decode=True).decode("utf-8", "replace")):
+                                  message_text(m)):
             problems.append("patch %d/%d has no Signed-off-by: of the sender <%s>" % (
                 p[0], M, SENDER_EMAIL))
     paddr = placeholder()[1].lower()
@@ -760,7 +802,7 @@ def check_recipients(info, tree):
     for p, m in info:
         if p[0] == 0:
             continue
-        text = m.get_payload(decode=True).decode("utf-8", "replace")
+        text = message_text(m)
         files = touched_files(text)
         files_all += files
         # the sender need not write to themselves (b4 may leave them out)
@@ -830,8 +872,7 @@ def kdoc_warnings(tree, rev, path):
             if rc:
                 return 0  # a new file: nothing before
             f = os.path.join(tmp, os.path.basename(path))
-            with open(f, "w") as fh:
-                fh.write(data)
+            write(f, data)
         elif not os.path.exists(f):
             return 0
         rc, out = run_rc(["perl", kd, "-none", f], check=False)
@@ -977,14 +1018,9 @@ def preimage_files(mbox_path):
     """The paths of the base that a posted thread modifies: a file's first
     patch names a blob of the base unless it creates the file."""
     paths, seen = [], set()
-    msgs = []
-    for m in mailbox.mbox(mbox_path):
-        p = parse_subject(m.get("Subject", ""))
-        if p and p[0] > 0:
-            msgs.append((p[0], m))
-    for _, m in sorted(msgs, key=lambda x: x[0]):
+    for p, m in sorted(numbered(mbox_path), key=lambda x: x[0][0]):
         cur = None
-        for line in (m.get_payload(decode=True) or b"").decode("utf-8", "replace").splitlines():
+        for line in message_text(m).splitlines() if p[0] else []:
             d = re.match(r"^diff --git a/(\S+) b/", line)
             if d:
                 cur = d.group(1)
@@ -1001,14 +1037,11 @@ def preimage_files(mbox_path):
 def save_preimage(rev, mbox_path, base):
     """cover-letter/posted/vREV.preimage.tar.xz: the base's versions of the
     files the posted thread modifies (for a later mbox-level range-diff)."""
-    dst = os.path.join(COVER_DIR, "posted", "v%d.preimage.tar.xz" % rev)
+    dst = posted(rev, "preimage.tar.xz")
     files = [f for f in preimage_files(mbox_path)
-             if not run(["git", "-C", TREE, "cat-file", "-e", "%s:%s" % (base, f)], check=False)]
-    tar = subprocess.run(["git", "-C", TREE, "archive", "--format=tar", base, "--"] + files,
-                         stdout=subprocess.PIPE, check=True).stdout
-    xz = subprocess.run(["xz", "-9", "-c"], input=tar, stdout=subprocess.PIPE, check=True).stdout
-    with open(dst, "wb") as f:
-        f.write(xz)
+             if not git(TREE, "cat-file", "-e", "%s:%s" % (base, f), check=False)]
+    git(TREE, "-c", "tar.tar.xz.command=xz -9 -c", "archive", "--format=tar.xz", "-o", dst,
+        base, "--", *files)
     return dst
 
 
@@ -1021,12 +1054,10 @@ def range_diff_repo(old_rev):
                      ("gc.auto", "0")):
             run(g + ["config", k, v])
     # The current base's blobs: the tree's objects (read-only, by reference).
-    objs = run(["git", "-C", TREE, "rev-parse", "--path-format=absolute",
-                "--git-common-dir"]).strip() + "/objects"
-    with open(os.path.join(repo, "objects", "info", "alternates"), "w") as f:
-        f.write(objs + "\n")
+    objs = git(TREE, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+    write(os.path.join(repo, "objects", "info", "alternates"), objs + "/objects\n")
     # The posted revision's base: its preimage blobs.
-    pre = os.path.join(COVER_DIR, "posted", "v%d.preimage.tar.xz" % old_rev)
+    pre = posted(old_rev, "preimage.tar.xz")
     if os.path.exists(pre):
         with tempfile.TemporaryDirectory(dir=WORK) as tmp:
             run(["tar", "-xJf", pre, "-C", tmp])
@@ -1067,19 +1098,18 @@ def series_mbox(rev, names, path):
 def range_diff(old_rev, new_mbox, out_file):
     """b4 diff -m of the posted vOLD_REV against NEW_MBOX into OUT_FILE;
     returns a list of problems (empty when it worked)."""
-    old_mbox = os.path.join(COVER_DIR, "posted", "v%d.mbox" % old_rev)
+    old_mbox = posted(old_rev)
     if not os.path.exists(old_mbox):
         return ["no %s: nothing to range-diff against" % old_mbox]
     repo = range_diff_repo(old_rev)
     if os.path.exists(out_file):
         os.unlink(out_file)
-    rc, out = run_rc([B4, "--offline-mode", "--no-stdin", "diff", "-g", repo, "-m",
-                      old_mbox, new_mbox, "-o", out_file], cwd=WORK, check=False)
+    rc, out = run_rc(b4("diff", "-g", repo, "-m", old_mbox, new_mbox, "-o", out_file),
+                     cwd=WORK, check=False)
     if rc or not os.path.exists(out_file) or not os.path.getsize(out_file):
         return ["b4 diff -m v%d.mbox %s failed (exit %d):\n%s" % (
             old_rev, os.path.basename(new_mbox), rc, indent(out.strip()[-2000:]))]
-    with open(out_file) as f:
-        body = f.read()
+    body = open(out_file).read()
     # b4 leaves patches unpaired when they changed a lot (git range-diff's
     # creation factor); a reviewer also wants each v1 patch next to the v2
     # patch of the same (or a nearly the same) subject. Those pairs follow,
@@ -1088,10 +1118,9 @@ def range_diff(old_rev, new_mbox, out_file):
     extra = ""
     if m:
         g = ["git", "--git-dir", repo]
-        old = run(g + ["log", "--reverse", "--format=%H %s", "%s..%s" % m.group(1, 2)])
-        new = run(g + ["log", "--reverse", "--format=%H %s", "%s..%s" % m.group(3, 4)])
-        old = [l.split(" ", 1) for l in old.splitlines()]
-        new = [l.split(" ", 1) for l in new.splitlines()]
+        old, new = ([l.split(" ", 1) for l in run(g + [
+            "log", "--reverse", "--format=%H %s", "%s..%s" % r]).splitlines()]
+            for r in (m.group(1, 2), m.group(3, 4)))
         # only what b4 left unpaired ("N: abc < -: ---", "-: --- > N: def")
         lone_o = {int(x) for x in re.findall(r"(?m)^\s*(\d+):\s+\S+ < ", body)}
         lone_n = {int(x) for x in re.findall(r"(?m)^\s*-:\s+-+ > \s*(\d+):", body)}
@@ -1110,11 +1139,9 @@ def range_diff(old_rev, new_mbox, out_file):
         extra = ("\n\nPatches b4 left unpaired, each v%d patch with the v%d patch of the "
                  "closest\nsubject (git range-diff of the two commits):\n%s" % (
                      old_rev, old_rev + 1, extra))
-    with open(out_file, "w") as f:
-        f.write(head + body.rstrip("\n") + "\n" + extra)
+    write(out_file, head + body.rstrip("\n") + "\n" + extra)
     say("proof: range-diff against v%d (b4 diff -m, mbox level): %s, %d patches paired "
-        "by subject" % (old_rev, os.path.relpath(out_file, OUT)
-                        if out_file.startswith(OUT) else out_file, extra.count("\n### ")))
+        "by subject" % (old_rev, rel(out_file, OUT), extra.count("\n### ")))
     return []
 
 
@@ -1149,9 +1176,8 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "post"
     os.makedirs(WORK, exist_ok=True)
     names = series_list()
-    base = run(["git", "-C", TREE, "rev-parse", "refs/tags/base^{commit}"]).strip()
-    if not os.path.isdir(os.path.join(PTREE, ".git")):
-        run(["git", "clone", "-q", "--shared", "--no-checkout", TREE, PTREE])
+    base = base_commit()
+    clone_ptree()
     tree = series_tree(base, names)
     rev = current_revision(tree)
     outdir = os.path.join(POST_OUT, "v%d" % rev)
@@ -1161,8 +1187,7 @@ def main():
               "revision (v%d starts when either changes); %s v%d's messages" % (
                   rev, rev + 1, "rebuilding" if mode == "post" else "checking", rev))
     if mode == "--verify":
-        stamp = os.path.join(outdir, "series.tree")
-        if not os.path.exists(stamp) or open(stamp).read().strip() != tree:
+        if read(os.path.join(outdir, "series.tree")) != tree:
             # make check on a clean clone, or after the series moved on
             print("  %s is missing or older than series/: making the posting first" % outdir)
             mode = "post"
@@ -1179,8 +1204,7 @@ def main():
             rd = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
             if rev > 1:
                 if os.path.exists(rd) and os.path.getsize(rd):
-                    say("proof: range-diff against v%d: %s" % (rev - 1, os.path.relpath(rd, OUT)
-                                                               if rd.startswith(OUT) else rd))
+                    say("proof: range-diff against v%d: %s" % (rev - 1, rel(rd, OUT)))
                 else:
                     problems += range_diff(rev - 1, os.path.join(outdir, "thread.mbox"), rd)
             write_proof(outdir, rev, problems)
@@ -1199,8 +1223,7 @@ def main():
         problems = range_diff(rev - 1, new_mbox, out_file)
         if not problems:
             print(open(out_file).read(), end="")
-            print("  range-diff v%d..v%d (%s): %s" % (rev - 1, rev, os.path.relpath(
-                new_mbox, WS) if new_mbox.startswith(WS) else new_mbox, out_file))
+            print("  range-diff v%d..v%d (%s): %s" % (rev - 1, rev, rel(new_mbox, WS), out_file))
     if mode == "--record":
         if recorded:
             raise Fail("v%d is already recorded as posted (cover-letter/posted/v%d.mbox) and "
@@ -1210,48 +1233,34 @@ def main():
         problems = verify(outdir, tree, len(names), base)
         if problems:
             raise Fail("the posting does not verify; not recording it:\n" + "\n".join(problems))
-        d = os.path.join(COVER_DIR, "posted")
-        os.makedirs(d, exist_ok=True)
-        dst = os.path.join(d, "v%d.mbox" % rev)
-        shutil.copyfile(os.path.join(outdir, "thread.mbox"), dst)
-        with open(os.path.join(d, "v%d.tree" % rev), "w") as f:
-            f.write(tree + "\n")
+        os.makedirs(os.path.join(COVER_DIR, "posted"), exist_ok=True)
+        kept = [posted(rev, ext) for ext in ("mbox", "tree", "cover.txt", "messages")]
+        shutil.copyfile(os.path.join(outdir, "thread.mbox"), kept[0])
+        write(kept[1], tree + "\n")
         # the cover and the commit messages as posted, for unchanged_since_posted()
-        shutil.copyfile(os.path.join(COVER_DIR, "cover.txt"), dst[:-5] + ".cover.txt")
-        with open(dst[:-5] + ".messages", "w") as f:
-            f.write(series_messages(names) + "\n")
-        pre = save_preimage(rev, dst, base)
+        shutil.copyfile(os.path.join(COVER_DIR, "cover.txt"), kept[2])
+        write(kept[3], series_messages(names) + "\n")
+        kept.append(save_preimage(rev, kept[0], base))
         # vN's changelog now speaks of a posted revision: its [[...]] become
         # the numbers they had in it (later revisions may renumber).
-        cur = os.path.join(COVER_DIR, "changes", "v%d.txt" % rev)
-        frozen = []
-        if os.path.exists(cur) and REF.search(open(cur).read()):
-            with open(cur) as f:
-                body = rewrap_entries(resolve_refs(f.read().strip(), patch_subjects(names)))
-            with open(cur, "w") as f:
-                f.write(body + "\n")
-            frozen.append(cur)
-        ch = os.path.join(COVER_DIR, "changes", "v%d.txt" % (rev + 1))
-        made = []
+        cur, ch = changelog(rev), changelog(rev + 1)
+        if REF.search(read(cur) or ""):
+            write(cur, rewrap_entries(resolve_refs(read(cur), patch_subjects(names))) + "\n")
+            kept.append(cur)
         if not os.path.exists(ch):
             os.makedirs(os.path.dirname(ch), exist_ok=True)
-            with open(ch, "w") as f:
-                f.write("- No change since v%d yet.\n" % rev)
-            made.append(ch)
-        rel = [os.path.relpath(p, WS) for p in [dst, dst[:-5] + ".tree", dst[:-5] + ".cover.txt",
-                                                 dst[:-5] + ".messages", pre] + frozen + made]
+            write(ch, "- No change since v%d yet.\n" % rev)
+            kept.append(ch)
         print("  recorded v%d as posted (cover Message-ID <%s>); the next posting is v%d" % (
-            rev, cover_msgid(dst), rev + 1))
+            rev, cover_msgid(kept[0]), rev + 1))
         print("  commit it:  git add %s && git commit -m 'cover-letter: record v%d as posted'"
-              % (" ".join(rel), rev))
+              % (" ".join(os.path.relpath(p, WS) for p in kept), rev))
         return 0
     elif mode == "post":
         # "No change since vN yet" must not go out with a changed series.
-        prev_tree = os.path.join(COVER_DIR, "posted", "v%d.tree" % (rev - 1))
-        ch = os.path.join(COVER_DIR, "changes", "v%d.txt" % rev)
-        if rev > 1 and os.path.exists(prev_tree) and os.path.exists(ch) and \
-                open(ch).read().startswith(NO_CHANGE) and \
-                open(prev_tree).read().strip() != tree:
+        ch, prev_tree = changelog(rev), read(posted(rev - 1, "tree"))
+        if rev > 1 and prev_tree is not None and (read(ch) or "").startswith(NO_CHANGE) and \
+                prev_tree != tree:
             raise Fail("the series changed since v%d but %s still says there is no change: "
                        "describe the changes (see make range-diff)" % (rev - 1,
                                                                        os.path.relpath(ch, WS)))
@@ -1262,7 +1271,7 @@ def main():
             print("  WARNING: the cover letter describes a series of %s patches, series/ has %d:"
                   " update cover-letter/cover.txt" % ("/".join(map(str, sorted(described))),
                                                       len(names)))
-        base, ptree = prepare_tree(names, rev, cover)
+        ptree = prepare_tree(names, rev, cover, base)
         if ptree != tree:
             raise Fail("the b4 branch's tree %s differs from base + series/ %s" % (ptree, tree))
         progress("b4 send -o %s" % outdir)
@@ -1274,15 +1283,12 @@ def main():
                                    os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1)))
         write_proof(outdir, rev, problems)
         if not problems:
-            with open(os.path.join(outdir, "series.tree"), "w") as f:
-                f.write(tree + "\n")
-            with open(os.path.join(outdir, "sender"), "w") as f:
-                f.write(sender_stamp() + "\n")
+            write(os.path.join(outdir, "series.tree"), tree + "\n")
+            write(os.path.join(outdir, "sender"), sender_stamp() + "\n")
             # the Testing section the cover was written with (--verify
             # makes the posting again when the results say otherwise)
-            with open(os.path.join(outdir, "testing.txt"), "w") as f:
-                f.write(testing_section(tree))
-        tip = run(["git", "-C", TREE, "rev-parse", "-q", "--verify", "refs/heads/yama^{tree}"],
+            write(os.path.join(outdir, "testing.txt"), testing_section(tree))
+        tip = git(TREE, "rev-parse", "-q", "--verify", "refs/heads/yama^{tree}",
                   check=False).strip()
         if tip and tip != tree:
             print("  note: build/linux branch yama (tree %s) differs from series/; the posting "
@@ -1300,14 +1306,6 @@ def main():
         else:
             print("  to send it (nothing was sent):\n    " + send_command(rev, outdir))
     return 0
-
-
-def read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def sender_stamp():

@@ -29,19 +29,14 @@ REVIEW_DIR = os.environ["REVIEW_DIR"]
 os.environ.setdefault("POSTING_WORK", os.path.join(REVIEW_DIR, "posting"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import posting  # noqa: E402
-from posting import Fail, run, run_rc, indent  # noqa: E402
+from posting import Fail, run, run_rc, indent, unfold, rel, write  # noqa: E402
 
 TREE = os.environ["TREE"]
 RESULTS = os.environ.get("RESULTS", os.path.join(REVIEW_DIR, "results"))
 STATE = os.path.join(REVIEW_DIR, "state.json")
 AM_DIR = os.path.join(REVIEW_DIR, "am")
 NORM = os.path.join(AM_DIR, "thread.mbox")
-B4 = posting.B4
-# b4 0.12's am exits 1 silently without a git identity (see posting.verify).
-GIT_ID = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
-          "GIT_CONFIG_VALUE_0": "review", "GIT_CONFIG_KEY_1": "user.email",
-          "GIT_CONFIG_VALUE_1": "review@localhost",
-          "GIT_COMMITTER_NAME": "review", "GIT_COMMITTER_EMAIL": "review@localhost"}
+GIT_ID = posting.git_identity("review")
 SUBJ = re.compile(r"^\[(PATCH|RFC)(?: ([^\]]*?))? ?(\d+)/(\d+)\] *(.*)$")
 
 
@@ -55,10 +50,6 @@ def state(update=None):
         with open(STATE, "w") as f:
             json.dump(s, f, indent=1)
     return s
-
-
-def unfold(value):
-    return " ".join(str(value).split())
 
 
 def read_thread(path):
@@ -146,13 +137,14 @@ def prepare(path):
                      "and without a change-id there is no range-diff" % M)
     # The order the file had, for the note: patches sorted by n for git am.
     with open(path, "rb") as f:
-        raw = f.read().replace(b"\r\n", b"\n")
+        data = f.read()
+    raw = data.replace(b"\r\n", b"\n")
     raw_order = [int(x) for x in re.findall(rb"(?m)^Subject: \[(?:PATCH|RFC)[^\]]*? (\d+)/\d+\]",
                                             raw)]
     if raw_order != sorted(raw_order):
         notes.append("the patches were out of order in the file (%s): sorted by n/M" % (
             " ".join(map(str, raw_order))))
-    if b"\r\n" in open(path, "rb").read(65536):
+    if b"\r\n" in data[:65536]:
         notes.append("CRLF line ends: converted")
     if re.search(rb"(?m)^[A-Za-z-]+:.*\n[ \t]+\S", raw.split(b"\n\n", 1)[0] + b"\n"):
         notes.append("folded headers: unfolded (b4 0.12 crashes on a folded Subject:)")
@@ -162,8 +154,8 @@ def prepare(path):
     os.makedirs(b4out, exist_ok=True)
     for f in os.listdir(b4out):
         os.unlink(os.path.join(b4out, f))
-    rc, out = run_rc([B4, "--offline-mode", "--no-stdin", "am", "-m", NORM, "-o", b4out],
-                     cwd=b4out, env=GIT_ID, check=False)
+    rc, out = run_rc(posting.b4("am", "-m", NORM, "-o", b4out), cwd=b4out, env=GIT_ID,
+                     check=False)
     mbx = sorted(f for f in os.listdir(b4out) if f.endswith(".mbx"))
     if rc or not mbx:
         raise Fail("b4 am -m %s gave no patches (exit %d):\n%s" % (path, rc, indent(out.strip())))
@@ -190,7 +182,7 @@ def prepare(path):
 def apply():
     st = state()
     g = ["git", "-C", TREE]
-    base = run(g + ["rev-parse", "refs/tags/base^{commit}"]).strip()
+    base = posting.base_commit(TREE)
     run(g + ["am", "--abort"], check=False)
     run(g + ["checkout", "-q", "-f", "-B", "yama", base])
     rc, out = run_rc(g + ["am", "-q", st["b4_mbx"]], env=GIT_ID, check=False)
@@ -207,8 +199,7 @@ def apply():
         return 1
     tip = run(g + ["rev-parse", "HEAD^{tree}"]).strip()
     # tools/tree's bookkeeping: these commits are the review's, not unexported work.
-    with open(os.path.join(TREE, ".git", "yama-synced"), "w") as f:
-        f.write(run(g + ["rev-parse", "HEAD"]))
+    write(os.path.join(TREE, ".git", "yama-synced"), run(g + ["rev-parse", "HEAD"]))
     state({"applies": True, "base": base, "tip_tree": tip})
     print("  applies: %d patches on base %s -> tree %s" % (done, base[:12], tip[:12]))
     return 0
@@ -216,12 +207,7 @@ def apply():
 
 def lint_stage():
     st = state()
-    info = []
-    for m in mailbox.mbox(NORM):
-        p = posting.parse_subject(m.get("Subject", ""))
-        if p and not re.match(r"(?i)^re:", m.get("Subject", "")):
-            info.append((p, m))
-    res = posting.lint(info, TREE, st["base"], meant_to_send=True)
+    res = posting.lint(posting.numbered(NORM), TREE, st["base"], meant_to_send=True)
     problems = posting.write_lint(res, os.path.join(RESULTS, "lint.json"))
     verdict(res, "lint")
     return 1 if problems else 0
@@ -232,8 +218,8 @@ def verdict(res, name):
     ok = sum(v == "pass" for n, v, d in res)
     bad = sum(v == "fail" for n, v, d in res)
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, name + ".verdict"), "w") as f:
-        f.write("%s\t%s\t%d\t%d\t0\n" % (name, "fail" if bad else "pass", ok, bad))
+    write(os.path.join(RESULTS, name + ".verdict"),
+          "%s\t%s\t%d\t%d\t0\n" % (name, "fail" if bad else "pass", ok, bad))
 
 
 def previous_revision(st):
@@ -300,8 +286,7 @@ def summary(stages):
     line("patches", "%s%s" % (st.get("patches", "?"), "" if st.get("cover")
                               else "  (no cover letter)"))
     if st.get("applies"):
-        line("applies", "yes, on base %s (%s)" % (st["base"][:12], os.path.relpath(
-            TREE, posting.WS) if TREE.startswith(posting.WS) else TREE))
+        line("applies", "yes, on base %s (%s)" % (st["base"][:12], rel(TREE, posting.WS)))
     elif st.get("applies") is False:
         line("applies", "NO: patch %d/%d \"%s\" does not apply (%s)" % (
             st["failed_patch"], st["patches"], st["subjects"][st["failed_patch"] - 1],
@@ -331,8 +316,7 @@ def summary(stages):
         c = st["range_diff_counts"]
         line("since v%d" % st["range_diff_old"],
              "%d unchanged, %d changed, %d new, %d dropped (b4 diff -m: %s)" % (
-                 c["="], c["!"], c[">"], c["<"], os.path.relpath(st["range_diff"], posting.WS)
-                 if st["range_diff"].startswith(posting.WS) else st["range_diff"]))
+                 c["="], c["!"], c[">"], c["<"], rel(st["range_diff"], posting.WS)))
     else:
         line("since", "no range-diff: %s" % st.get("range_diff_why", "not made"))
     if st.get("changes"):

@@ -27,7 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import posting  # noqa: E402
-from posting import Fail, run, run_rc  # noqa: E402
+from posting import Fail, unfold  # noqa: E402
 
 TREE = os.environ["TREE"]
 RESULTS = posting.RESULTS
@@ -48,7 +48,7 @@ TRAILER = re.compile(r"(?i)^[a-z-]+-by:\s*")
 
 
 def git(*args, **kw):
-    return run(["git", "-C", TREE] + list(args), **kw)
+    return posting.git(TREE, *args, **kw)
 
 
 def read_mbox(path):
@@ -75,16 +75,14 @@ def posted_ids():
     """Message-ID -> (revision, n, M, subject) of every recorded posting."""
     ids = {}
     for rev in posting.posted_revisions():
-        for m in mailbox.mbox(os.path.join(posting.COVER_DIR, "posted", "v%d.mbox" % rev)):
-            p = posting.parse_subject(m.get("Subject", ""))
-            if p:
-                ids[mid(m.get("Message-ID"))] = (rev,) + p
+        for p, m in posting.numbered(posting.posted(rev)):
+            ids[mid(m.get("Message-ID"))] = (rev,) + p
     return ids
 
 
 def commits():
     """[(sha, subject, message)] of base..HEAD, oldest first."""
-    base = git("rev-parse", "refs/tags/base^{commit}").strip()
+    base = posting.base_commit(TREE)
     out = git("log", "--reverse", "--format=%H%x00%s%x00%B%x01", "%s..HEAD" % base)
     res = []
     for rec in out.split("\x01"):
@@ -121,7 +119,7 @@ def target(m, ids, replies, subjects, depth=0):
             if t:
                 return t
     # by subject: "Re: [PATCH v2 3/7] yama: x"
-    s = re.sub(r"(?i)^((re|aw|sv|fwd?):\s*)+", "", " ".join(str(m.get("Subject", "")).split()))
+    s = re.sub(r"(?i)^((re|aw|sv|fwd?):\s*)+", "", unfold(m.get("Subject", "")))
     p = posting.parse_subject(s)
     if p:
         if p[0] == 0:
@@ -137,10 +135,9 @@ def collect(msgs, ids, tree_commits):
     replies = {mid(m.get("Message-ID")): m for m in msgs}
     adds, comments, errors = {}, [], []
     for m in msgs:
-        frm = " ".join(str(m.get("From", "")).split())
-        subj = " ".join(str(m.get("Subject", "")).split())
+        frm, subj = unfold(m.get("From", "")), unfold(m.get("Subject", ""))
         where = "%s (From: %s, Subject: %s)" % (mid(m.get("Message-ID")), frm, subj)
-        if posting.parse_subject(subj) and not re.match(r"(?i)^re:", subj):
+        if posting.parse_subject(subj):
             continue  # a patch of the thread itself, not a reply
         t = target(m, ids, replies, subjects)
         if t is None:
@@ -203,7 +200,7 @@ def main():
     msgs = read_mbox(sys.argv[1])
     if not os.path.isdir(os.path.join(TREE, ".git")):
         raise Fail("no tree at %s; run make tree" % TREE)
-    branch = run(["git", "-C", TREE, "symbolic-ref", "-q", "HEAD"], check=False).strip()
+    branch = git("symbolic-ref", "-q", "HEAD", check=False).strip()
     if not branch:
         raise Fail("%s is not on a branch (detached HEAD): check out the series' branch" % TREE)
     if git("status", "--porcelain", "--untracked-files=no").strip():
@@ -264,8 +261,7 @@ def main():
           "%d NAK" % (len(added), len({s for s, t in added}), len(skipped), len(comments),
                       sum(c["nak"] for c in comments)))
     # tools/trailers exports when something was added
-    with open(os.path.join(RESULTS, "trailers.added"), "w") as f:
-        f.write("%d\n" % len(added))
+    posting.write(os.path.join(RESULTS, "trailers.added"), "%d\n" % len(added))
     return 0
 
 
