@@ -1181,6 +1181,8 @@ def main():
     tree = series_tree(base, names)
     rev = current_revision(tree)
     outdir = os.path.join(POST_OUT, "v%d" % rev)
+    thread = os.path.join(outdir, "thread.mbox")
+    rd = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
     recorded = rev in posted_revisions()
     if recorded and mode != "--record":
         print("  series/ and the cover letter are those of the recorded v%d: not a new "
@@ -1201,12 +1203,11 @@ def main():
             mode = "post"
         else:
             problems = verify(outdir, tree, len(names), base)
-            rd = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
             if rev > 1:
                 if os.path.exists(rd) and os.path.getsize(rd):
                     say("proof: range-diff against v%d: %s" % (rev - 1, rel(rd, OUT)))
                 else:
-                    problems += range_diff(rev - 1, os.path.join(outdir, "thread.mbox"), rd)
+                    problems += range_diff(rev - 1, thread, rd)
             write_proof(outdir, rev, problems)
     if mode == "--range-diff":
         # The last posted revision against the posting of series/ when it is
@@ -1215,8 +1216,7 @@ def main():
             print("  no posted revision yet (cover-letter/posted/ is empty): nothing to compare")
             return 0
         if read(os.path.join(outdir, "series.tree")) == tree:
-            new_mbox = os.path.join(outdir, "thread.mbox")
-            out_file = os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1))
+            new_mbox, out_file = thread, rd
         else:
             new_mbox = series_mbox(rev, names, os.path.join(WORK, "range-diff-series.mbox"))
             out_file = os.path.join(WORK, "range-diff-v%d-series.txt" % (rev - 1))
@@ -1228,14 +1228,14 @@ def main():
         if recorded:
             raise Fail("v%d is already recorded as posted (cover-letter/posted/v%d.mbox) and "
                        "nothing changed since: nothing to record" % (rev, rev))
-        if not os.path.exists(os.path.join(outdir, "thread.mbox")):
+        if not os.path.exists(thread):
             raise Fail("no %s/thread.mbox: run make posting first" % outdir)
         problems = verify(outdir, tree, len(names), base)
         if problems:
             raise Fail("the posting does not verify; not recording it:\n" + "\n".join(problems))
         os.makedirs(os.path.join(COVER_DIR, "posted"), exist_ok=True)
         kept = [posted(rev, ext) for ext in ("mbox", "tree", "cover.txt", "messages")]
-        shutil.copyfile(os.path.join(outdir, "thread.mbox"), kept[0])
+        shutil.copyfile(thread, kept[0])
         write(kept[1], tree + "\n")
         # the cover and the commit messages as posted, for unchanged_since_posted()
         shutil.copyfile(os.path.join(COVER_DIR, "cover.txt"), kept[2])
@@ -1279,8 +1279,7 @@ def main():
         progress("wrote %d messages and thread.mbox" % len(emls))
         problems = verify(outdir, tree, len(names), base)
         if rev > 1:
-            problems += range_diff(rev - 1, os.path.join(outdir, "thread.mbox"),
-                                   os.path.join(outdir, "range-diff-v%d.txt" % (rev - 1)))
+            problems += range_diff(rev - 1, thread, rd)
         write_proof(outdir, rev, problems)
         if not problems:
             write(os.path.join(outdir, "series.tree"), tree + "\n")
