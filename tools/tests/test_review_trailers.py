@@ -390,8 +390,12 @@ class Lint(unittest.TestCase):
         self.assertEqual(res["static-in-header"][0], "pass")
 
 
-os.environ.setdefault("TREE", "/nonexistent")
+# trailers.py needs TREE at import; set only for the import, so that the
+# other test files of the same pytest run see the environment unchanged.
+_tree = os.environ.setdefault("TREE", "/nonexistent")
 import trailers  # noqa: E402
+if _tree == "/nonexistent":
+    del os.environ["TREE"]
 
 
 class TrailerLines(unittest.TestCase):
