@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WS = os.environ["WS"]  # conftest.py
 REPORT = os.path.join(WS, "selftests", "bench", "report.py")
 
 

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-WS = pathlib.Path(__file__).resolve().parents[2]
+WS = pathlib.Path(os.environ["WS"])  # conftest.py
 
 FAKE = textwrap.dedent(r'''
     import json, os, sys

@@ -9,13 +9,10 @@ DIR/linux; SCRATCH_REPO=that tree); they run with RUN_POSTING_TESTS=1
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-os.environ.setdefault("WS", WS)
-sys.path.insert(0, os.path.join(WS, "tools", "mail"))
+WS = os.environ["WS"]  # conftest.py
 import posting  # noqa: E402
 
 E2E = pytest.mark.skipif(os.environ.get("RUN_POSTING_TESTS") != "1",

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WS = os.environ["WS"]  # conftest.py
 IDENTITY = os.path.join(WS, "tools", "identity")
 PLACEHOLDER = "Yama Developers <yama-dev@example.org>"
 

@@ -6,9 +6,8 @@ import os
 import subprocess
 import sys
 
-WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WS = os.environ["WS"]  # conftest.py
 STRESS = os.path.join(WS, "selftests", "stress")
-sys.path.insert(0, STRESS)
 import gen_corpus  # noqa: E402
 
 SYSCTL_TEST_PATH = "tools/testing/selftests/yama/sysctl_test.c"

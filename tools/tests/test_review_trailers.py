@@ -14,10 +14,8 @@ import sys
 import tempfile
 import unittest
 
-WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WS = os.environ["WS"]  # conftest.py
 FIX = os.path.join(WS, "tools", "tests", "fixtures")
-os.environ.setdefault("WS", WS)
-sys.path.insert(0, os.path.join(WS, "tools", "mail"))
 import posting  # noqa: E402
 
 PY = sys.executable  # the interpreter pytest runs in: tools/lib.sh's PYTHON

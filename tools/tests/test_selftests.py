@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WS = os.environ["WS"]  # conftest.py
 KTAP = os.path.join(WS, "selftests", "ktap.py")
 
 GOOD = """TAP version 13

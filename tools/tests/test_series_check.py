@@ -9,13 +9,10 @@ SERIES_DIR and check that the right cell turns red.
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-os.environ.setdefault("WS", WS)
-sys.path.insert(0, os.path.join(WS, "tools", "gates"))
+WS = os.environ["WS"]  # conftest.py
 import series_check as sc  # noqa: E402
 
 SLOW = pytest.mark.skipif(os.environ.get("RUN_GATE_TESTS") != "1",

@@ -12,7 +12,7 @@ import pathlib
 
 import pytest
 
-WS = pathlib.Path(__file__).resolve().parents[2]
+WS = pathlib.Path(os.environ["WS"])  # conftest.py
 BASE = os.environ.get("BASE", "linux-source-6.12")
 
 

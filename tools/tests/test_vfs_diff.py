@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WS = os.environ["WS"]  # conftest.py
 FIXTURES = os.path.join(WS, "tools", "tests", "fixtures")
 SRC = os.path.join(WS, "selftests", "vfs-diff", "yama_vfs_diff.c")
 KTAP = os.path.join(WS, "selftests", "ktap.py")
