@@ -87,13 +87,17 @@ def parse_ktap(text):
             cases.append({"program": current, "name": name,
                           "result": result, "reason": m.group(5) or ""})
             run_name = None
+    if current is not None:
+        # the runner named it and never reported it: it hung, or the boot
+        # ended under it
+        programs.append({"name": current, "result": "fail",
+                         "detail": "started, no result (hung or cut off)"})
     return programs, cases, planned, nested_planned
 
 
-# A program's counts for the results ("# vfs_diff: seed=1 cases=2 ..."), as
-# the differential test (selftests/vfs-diff) prints them.
-# A program's figures: "# # NAME: key=value key=value ..." (yama_vfs_diff,
-# yama_stress, yama_badinput); they go to results.json's "counts".
+# A program's figures, "# NAME: key=value key=value ..." in its output
+# (nested: "# # "), go to results.json's "counts" under NAME: vfs_diff
+# (yama_vfs_diff), yama_stress and stress.KIND, yama_badinput.
 COUNTS = re.compile(r"^# # ([\w.]+): ((?:\w+=\S+ ?)+)$")
 
 

@@ -20,10 +20,10 @@ def workspace(env=os.environ):
     ($BUILD/linux), RESULTS ($BUILD/results), SERIES_DIR ($WS/series,
     absolute)."""
     ws = env["WS"]
-    build = env.get("BUILD", os.path.join(ws, "build"))
-    return Workspace(ws, build, env.get("OUT", os.path.join(ws, "out")),
-                     env.get("TREE", os.path.join(build, "linux")),
-                     env.get("RESULTS", os.path.join(build, "results")),
+    build = env.get("BUILD") or os.path.join(ws, "build")
+    return Workspace(ws, build, env.get("OUT") or os.path.join(ws, "out"),
+                     env.get("TREE") or os.path.join(build, "linux"),
+                     env.get("RESULTS") or os.path.join(build, "results"),
                      os.path.abspath(env.get("SERIES_DIR") or os.path.join(ws, "series")))
 
 

@@ -1,9 +1,14 @@
 """Tests of selftests/ktap.py: how one selftest boot's result channel and
-console are judged. No QEMU, no kernel: small made-up logs."""
+console are judged; and of selftests/timeout, the VM's /usr/bin/timeout.
+No QEMU, no kernel: small made-up logs."""
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
+
+import pytest
 
 WS = os.environ["WS"]  # conftest.py
 KTAP = os.path.join(WS, "selftests", "ktap.py")
@@ -142,7 +147,7 @@ def test_plans_of_several_collections_add_up(tmp_path):
 
 
 def test_a_collection_that_reports_too_few_programs_fails(tmp_path):
-    short = TWO_COLLECTIONS.replace("ok 2 selftests: yama: stacking_test\n", "")
+    short = TWO_COLLECTIONS[:TWO_COLLECTIONS.index("# selftests: yama: stacking_test")]
     rc, out, r = run(tmp_path, short, CONSOLE)
     assert rc != 0
     assert any("2 of 3 programs reported" in p for p in r["problems"]), r["problems"]
@@ -165,3 +170,47 @@ def test_count_lines_of_every_program_go_to_counts(tmp_path):
     assert rc == 0, out
     assert r["counts"]["yama_stress"] == {"operations": 10, "judged": 9, "wrong": 0}
     assert r["counts"]["stress.symlink"]["judged"] == 9
+
+
+# selftests/timeout, the VM's /usr/bin/timeout, run by busybox sh with only
+# busybox's applets on PATH, as in the VM.
+BUSYBOX = shutil.which("busybox")
+needs_busybox = pytest.mark.skipif(BUSYBOX is None, reason="no busybox (make deps)")
+
+
+def vm_timeout(tmp_path, *argv):
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    for applet in ("sh", "setsid", "sleep", "kill", "touch", "rm"):
+        if not (bindir / applet).exists():
+            os.symlink(BUSYBOX, bindir / applet)
+    t0 = time.monotonic()
+    # stdout is a pipe, as the runner's: a process left holding it would
+    # keep communicate() waiting.
+    p = subprocess.run([BUSYBOX, "sh", os.path.join(WS, "selftests", "timeout"), *argv],
+                       env={"PATH": str(bindir)}, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=60)
+    return p.returncode, p.stdout, time.monotonic() - t0
+
+
+@needs_busybox
+def test_vm_timeout_kills_the_program_and_what_it_left_running(tmp_path):
+    rc, out, secs = vm_timeout(tmp_path, "--foreground", "2", "sh", "-c",
+                               "sleep 100 & echo started; sleep 100")
+    assert rc == 124 and out == "started\n"
+    assert secs < 20
+
+
+@needs_busybox
+def test_vm_timeout_passes_exit_codes_through(tmp_path):
+    assert vm_timeout(tmp_path, "5", "sh", "-c", "exit 4")[0] == 4
+    assert vm_timeout(tmp_path, "5", "sh", "-c", "echo hi")[:2] == (0, "hi\n")
+    # killed by something else than the time limit: not a TIMEOUT
+    assert vm_timeout(tmp_path, "5", "sh", "-c", "kill -TERM $$")[0] == 143
+
+
+def test_a_program_the_runner_started_but_never_reported_fails(tmp_path):
+    hung = GOOD.replace("ok 2 selftests: yama: stacking_test\n# yama-selftests: end\n", "")
+    rc, out, r = run(tmp_path, hung, CONSOLE)
+    assert rc != 0
+    assert any("stacking_test failed: started, no result" in p for p in r["problems"]), r["problems"]
