@@ -61,6 +61,16 @@ def fmt(x, nd=1):
     return "-" if x is None else f"{x:.{nd}f}"
 
 
+def table(rows, cols):
+    """A header and one line per benchmark row: its name, N and rounds,
+    then one column per (header, width, value of a row)."""
+    lines = [f"{'bench':<17}{'N':>6}{'rnd':>5}" + "".join(f"{h:>{w}}" for h, w, _ in cols)]
+    for r in rows:
+        lines.append(f"{r['bench']:<17}{r['n']:>6}{r['rounds']:>5}" +
+                     "".join(f"{get(r):>{w}}" for _, w, get in cols))
+    return lines
+
+
 def parse_channel(path):
     runs, prof, info, errors, ended = {}, {}, [], [], False
     with open(path, errors="replace") as f:
@@ -186,25 +196,25 @@ def kernel(channel, prefix, machine_path):
     lines.append("(paired = median of the per-batch ratios; min = ratio of the fastest"
                  " batches, the ones the host disturbed least;")
     lines.append(" mad% = median absolute deviation of the off batches: the noise)")
-    lines.append(f"{'bench':<17}{'N':>6}{'rnd':>5}{'yama':>9}{'off':>9}{'vfs':>9}"
-                 f"{'yama/off':>9}{'paired':>7}{'min':>7}{'vfs/off':>8}{'min':>7}{'mad%':>6}")
-    for r in rows:
-        md = r["median_ns"]
-        lines.append(f"{r['bench']:<17}{r['n']:>6}{r['rounds']:>5}{fmt(md['yama']):>9}"
-                     f"{fmt(md['off']):>9}{fmt(md['vfs']):>9}{fmt(r['yama/off'], 3):>9}"
-                     f"{fmt(r['paired_yama/off'], 3):>7}{fmt(r['min_yama/off'], 3):>7}"
-                     f"{fmt(r['vfs/off'], 3):>8}{fmt(r['min_vfs/off'], 3):>7}"
-                     f"{fmt(r['mad_pct']['off'], 1):>6}")
+    def med(key):
+        return lambda r: fmt(r["median_ns"][key])
+
+    def rat(key, digits=3):
+        return lambda r: fmt(r[key], digits)
+
+    def mad(key):
+        return lambda r: fmt(r["mad_pct"][key], 1)
+
+    lines += table(rows, [("yama", 9, med("yama")), ("off", 9, med("off")),
+                          ("vfs", 9, med("vfs")), ("yama/off", 9, rat("yama/off")),
+                          ("paired", 7, rat("paired_yama/off")),
+                          ("min", 7, rat("min_yama/off")), ("vfs/off", 8, rat("vfs/off")),
+                          ("min", 7, rat("min_vfs/off")), ("mad%", 6, mad("off"))])
     lines.append("ptrace attach-mode check: open()+close() of /proc/PID/mem of a descendant")
-    lines.append(f"{'bench':<17}{'N':>6}{'rnd':>5}{'scope1':>9}{'scope0':>9}{'1/0':>9}"
-                 f"{'paired':>7}{'min':>7}{'mad%':>6}")
-    for r in prows:
-        md = r["median_ns"]
-        lines.append(f"{r['bench']:<17}{r['n']:>6}{r['rounds']:>5}{fmt(md['scope1']):>9}"
-                     f"{fmt(md['scope0']):>9}{fmt(r['scope1/scope0'], 3):>9}"
-                     f"{fmt(r['paired_scope1/scope0'], 3):>7}"
-                     f"{fmt(r['min_scope1/scope0'], 3):>7}"
-                     f"{fmt(r['mad_pct']['scope0'], 1):>6}")
+    lines += table(prows, [("scope1", 9, med("scope1")), ("scope0", 9, med("scope0")),
+                           ("1/0", 9, rat("scope1/scope0")),
+                           ("paired", 7, rat("paired_scope1/scope0")),
+                           ("min", 7, rat("min_scope1/scope0")), ("mad%", 6, mad("scope0"))])
     lines.append(f"RCU-walk: function profiler hits over one run of N={ns.get('prof', '?')} "
                  "stat() calls (+1 untimed, + the exec), per round, Yama on | off")
     for r in prof_rows:

@@ -44,6 +44,7 @@ struct corpus_entry {
 	unsigned int ret[3];	/* write(2)'s return when accepted */
 };
 #include "corpus.h"
+#include "sysctl_file.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -77,19 +78,10 @@ static void path_of(int s, char *buf, size_t size)
 
 static int current(int s)
 {
-	char path[96], buf[32];
-	int fd, n;
+	char path[96];
 
 	path_of(s, path, sizeof(path));
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	return atoi(buf);
+	return read_int(path);
 }
 
 static int open_w(int s)

@@ -65,6 +65,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sysctl_file.h"
+
 #ifndef PR_SET_PTRACER
 #define PR_SET_PTRACER 0x59616d61
 #endif
@@ -147,65 +149,31 @@ static int stopping(void)
 	return __atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE);
 }
 
-static void note_first(char *buf, const char *fmt, va_list ap)
+/*
+ * Count one wrong decision or one error of category c, print the first
+ * three of each, keep the first message for the summary.
+ */
+__attribute__((format(printf, 5, 6)))
+static void report(const char *what, enum cat c, unsigned long *count,
+		   char *first, const char *fmt, ...)
 {
-	char tmp[200];
+	char msg[200];
+	va_list ap;
 
-	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (__atomic_fetch_add(count, 1, __ATOMIC_RELAXED) < 3)
+		dprintf(1, "# %s %s: %s\n", what, cat_name[c], msg);
 	/* First writer wins; a race here only loses a message. */
-	if (!buf[0])
-		memcpy(buf, tmp, sizeof(tmp));
+	if (!first[0])
+		memcpy(first, msg, sizeof(msg));
 }
 
-static void wrong(enum cat c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (__atomic_fetch_add(&sh->wrong[c], 1, __ATOMIC_RELAXED) < 3) {
-		char tmp[200];
-
-		va_start(ap, fmt);
-		vsnprintf(tmp, sizeof(tmp), fmt, ap);
-		va_end(ap);
-		dprintf(1, "# WRONG %s: %s\n", cat_name[c], tmp);
-	}
-	va_start(ap, fmt);
-	note_first(sh->first_wrong[c], fmt, ap);
-	va_end(ap);
-}
-
-static void error(enum cat c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (__atomic_fetch_add(&sh->errors[c], 1, __ATOMIC_RELAXED) < 3) {
-		char tmp[200];
-
-		va_start(ap, fmt);
-		vsnprintf(tmp, sizeof(tmp), fmt, ap);
-		va_end(ap);
-		dprintf(1, "# ERROR %s: %s\n", cat_name[c], tmp);
-	}
-	va_start(ap, fmt);
-	note_first(sh->first_error[c], fmt, ap);
-	va_end(ap);
-}
-
-static int read_int(const char *path)
-{
-	char buf[32];
-	int fd, n;
-
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	return atoi(buf);
-}
+#define wrong(c, ...) \
+	report("WRONG", c, &sh->wrong[c], sh->first_wrong[c], __VA_ARGS__)
+#define error(c, ...) \
+	report("ERROR", c, &sh->errors[c], sh->first_error[c], __VA_ARGS__)
 
 static int write_int(const char *path, int v)
 {

@@ -386,6 +386,16 @@ def changed_files(a, b):
     return [l for l in out.splitlines() if l]
 
 
+# Paths no kernel build reads: a state that differs from another only in
+# these builds the same kernel (tools/ elsewhere has objtool and headers).
+NOT_KERNEL = ("Documentation/", "tools/testing/", "MAINTAINERS")
+
+
+def kernel_files(files):
+    """The files of `files` that a kernel build may read."""
+    return [f for f in files if not f.startswith(NOT_KERNEL)]
+
+
 def blob(state, path):
     rc, out = git("cat-file", "blob", "%s:%s" % (state["tree"], path))
     return out if rc == 0 else None
@@ -838,6 +848,8 @@ def sparse_state(base, state, files, frag):
     res = CACHE.get(key)
     if res:
         return res, True
+    if not any(f.endswith((".c", ".h")) for f in kernel_files(files)):
+        return {"ok": True, "files": {}, "objs": []}, False
     use_odir("main")
     checkout(state)
     configure(base, "main", frag)
@@ -938,9 +950,19 @@ def main():
     # rebuilds only what its patch changed. Then the tip's matrix. All
     # results are cached; the table below is made from them in order.
     built = {}          # patch number -> (result, from the cache)
-    for st in reversed(states[1:]):
+    later = None        # the state built last (the next patch's, or one
+    for st in reversed(states[1:]):     # with the same kernel sources)
+        if later and not kernel_files(changed_files(st, later)):
+            # what differs from a state already built is read by no kernel
+            # build (Documentation/, tools/testing/, MAINTAINERS): the same
+            # kernel, so the same result
+            progress("build (main) of patch %d/%d: the kernel sources of "
+                     "patch %d, built" % (st["n"], len(names), later["n"]))
+            built[st["n"]] = built[later["n"]]
+            continue
         progress("build (main) of patch %d/%d" % (st["n"], len(names)))
         built[st["n"]] = build_state(base, st, "main", frag, "main")
+        later = st
     scope = {"files": changed_files(base, tip)}
     matrix = {}
     if len(states) > 1 and not bad:

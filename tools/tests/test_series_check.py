@@ -162,3 +162,14 @@ def test_warnings_of_objects_built_alone(tmp_path, monkeypatch):
     warns, sources = sc.state_warnings("", None, ["fs/namei.o"])
     assert warns == {"fs/namei.c: warning: unused variable 'a' [-Wunused-variable]"}
     assert sources[next(iter(warns))] == ["fs/namei.o"]
+
+
+def test_patches_no_kernel_build_reads_share_the_previous_build():
+    """A patch of only documentation, selftests or MAINTAINERS is not built
+    again; anything else a kernel build may read (objtool's tools/, Kconfig,
+    headers) is."""
+    assert sc.kernel_files(["Documentation/admin-guide/LSM/Yama.rst", "MAINTAINERS",
+                            "tools/testing/selftests/yama/Makefile"]) == []
+    kept = ["tools/objtool/check.c", "tools/include/linux/types.h",
+            "security/yama/Kconfig", "include/linux/security.h", "Makefile"]
+    assert sc.kernel_files(kept + ["Documentation/x.rst"]) == kept
