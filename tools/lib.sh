@@ -134,6 +134,27 @@ tree_has_yama_kunit() {
 	grep -qs '^config SECURITY_YAMA_KUNIT_TEST$' "$1/security/yama/Kconfig"
 }
 
+# merge_config SRC KOUT LOG FRAGMENT...: KOUT/.config from allnoconfig and
+# the fragments, by the kernel's scripts/kconfig/merge_config.sh in strict
+# mode (-s: a fragment that redefines an option fails), then its own check
+# that every requested option is in the final .config. Prints the problem
+# and returns 1 on failure; the whole output is in LOG.
+merge_config() {
+	local src=$1 kout=$2 log=$3
+	shift 3
+	mkdir -p "$kout"
+	if ! (cd "$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES 		ARCH=x86_64 scripts/kconfig/merge_config.sh -n -s -O "$kout" "$@") 		>"$log" 2>&1; then
+		grep -A2 -e "redefined" -e "^Value requested for" "$log" | sed 's/^/  | /' >&2
+		echo "merge_config.sh failed, see $log" >&2
+		return 1
+	fi
+	if grep -q "^Value requested for" "$log"; then
+		grep -A2 "^Value requested for" "$log" | sed 's/^/  | /' >&2
+		echo "$(grep -c "^Value requested for" "$log") requested option(s) not in the kernel config (unmet dependency or unknown symbol), see $log" >&2
+		return 1
+	fi
+}
+
 # test_kernel_dir SRC [EXTRA...]: the build folder of the test kernel of
 # tree SRC (tools/test-kernel) with the named extra config fragments; make
 # kunit and make selftests share it.
