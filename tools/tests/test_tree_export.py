@@ -1,9 +1,12 @@
 """Tests of the workspace's tree and export stages.
 
-One fresh extraction of the base package (module fixture) serves all tests:
-the base commit id must equal the recorded one, make tree followed by make
-export must give back series/ byte for byte, and a patch that does not apply
-must be named with its file, leaving the tree at the last good patch.
+One fresh extraction of the base package (module fixture `fresh`) serves the
+tests of the real base and series: the base commit id must equal the
+recorded one, and make tree followed by make export must give back series/
+byte for byte. The rules of make tree itself (a patch that does not apply is
+named, unexported commits and uncommitted edits are never discarded,
+unchanged files keep their timestamps) are tested on a tiny base with a
+two-patch series (`tiny`), in seconds instead of a kernel tree's minute.
 """
 import os
 import shutil
@@ -104,8 +107,8 @@ BAD = """diff --git a/security/yama/Makefile b/security/yama/Makefile
 """
 
 
-def test_failing_patch_is_named_and_tree_kept(fresh, tmp_path):
-    top, env, _proc = fresh
+def test_failing_patch_is_named_and_tree_kept(tiny, tmp_path):
+    top, env, _proc = tiny
     series = tmp_path / "bad-series"
     series.mkdir()
     write_patch(series / "0001-good.patch", "add a file", GOOD)
@@ -122,8 +125,8 @@ def test_failing_patch_is_named_and_tree_kept(fresh, tmp_path):
     assert git(tree, "status", "--porcelain", "--untracked-files=no") == ""
 
 
-def test_unexported_commits_are_not_discarded(fresh, tmp_path):
-    top, env, _proc = fresh
+def test_unexported_commits_are_not_discarded(tiny, tmp_path):
+    top, env, _proc = tiny
     tree = top / "linux"
     run([str(WS / "tools/tree")], dict(env, FORCE="1"))
     (tree / "yama-local").write_text("work in progress\n")
@@ -142,11 +145,11 @@ def test_unexported_commits_are_not_discarded(fresh, tmp_path):
     assert git(tree, "rev-parse", "HEAD") == head
 
 
-def test_uncommitted_edits_are_tested_not_discarded(fresh, tmp_path):
+def test_uncommitted_edits_are_tested_not_discarded(tiny, tmp_path):
     """The developer's loop: an uncommitted edit stays through make tree
     while series/ is unchanged; when series/ changed, make tree refuses to
     apply it over the edit."""
-    top, env, _proc = fresh
+    top, env, _proc = tiny
     tree = top / "linux"
     run([str(WS / "tools/tree")], dict(env, FORCE="1"))
     target = tree / "security" / "yama" / "yama_lsm.c"
@@ -157,7 +160,7 @@ def test_uncommitted_edits_are_tested_not_discarded(fresh, tmp_path):
     assert target.read_bytes() == edited
     # series/ changes (one patch fewer): applying it would discard the edit.
     series = tmp_path / "shorter"
-    shutil.copytree(WS / "series", series)
+    shutil.copytree(env["SERIES_DIR"], series)
     lines = [l for l in (series / "series").read_text().splitlines()
              if l and not l.startswith("#")]
     (series / "series").write_text("\n".join(lines[:-1]) + "\n")
@@ -170,11 +173,11 @@ def test_uncommitted_edits_are_tested_not_discarded(fresh, tmp_path):
     assert target.read_bytes() != edited
 
 
-def test_reapply_keeps_timestamps_of_unchanged_files(fresh):
+def test_reapply_keeps_timestamps_of_unchanged_files(tiny):
     """make tree re-applies series/; files whose content it gives back
     unchanged keep their mtime (else every build folder rebuilds whatever
     includes them), a file whose uncommitted edit FORCE=1 discards does not."""
-    top, env, _proc = fresh
+    top, env, _proc = tiny
     tree = top / "linux"
     run([str(WS / "tools/tree")], dict(env, FORCE="1"))
     files = [f for f in git(tree, "diff", "--name-only", "base", "HEAD").split("\n") if f]
@@ -195,9 +198,9 @@ def test_reapply_keeps_timestamps_of_unchanged_files(fresh):
         assert (tree / f).stat().st_mtime_ns == old, f
 
 
-def test_base_is_extracted_once_then_cloned(tmp_path):
-    """The second tree of a base is a clone of the first extraction
-    (BASE_CACHE), with the same base commit; a tiny fixture base."""
+def fixture_base(tmp_path):
+    """The tiny base of tools/tests/fixtures/base as a package: its tarball
+    and the BASE_CONF that names it."""
     fix = WS / "tools/tests/fixtures/base"
     shutil.copytree(fix, tmp_path / "src/fixture-base")
     tar = tmp_path / "base.tar.xz"
@@ -208,6 +211,44 @@ def test_base_is_extracted_once_then_cloned(tmp_path):
                     "BASE_TOPDIR=fixture-base\nBASE_IDENTITY_NAME=Fixture\n"
                     "BASE_IDENTITY_EMAIL=fixture@localhost\n"
                     "BASE_DATE=2010-06-21T00:00:00+00:00\n" % tar)
+    return conf
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tree of the tiny base with a two-patch series (one patch edits
+    security/yama/yama_lsm.c, one adds a file): what make tree's rules for
+    edits, commits and timestamps need, without the kernel's 90,000 files."""
+    top = tmp_path_factory.mktemp("tiny")
+    conf = fixture_base(top)
+    mk = top / "mk"
+    shutil.copytree(top / "src/fixture-base", mk)
+    ident = ["-c", "user.name=T", "-c", "user.email=t@example.org"]
+    git(mk, "init", "-q")
+    git(mk, "add", "-A")
+    git(mk, *ident, "commit", "-qm", "base")
+    lsm = mk / "security/yama/yama_lsm.c"
+    lsm.write_text(lsm.read_text() + "\n/* the series' change */\n")
+    git(mk, *ident, "commit", "-qam", "yama: a change")
+    (mk / "yama-test-file").write_text("hello\n")
+    git(mk, "add", "yama-test-file")
+    git(mk, *ident, "commit", "-qm", "add a file")
+    series = top / "series"
+    git(mk, "format-patch", "-q", "-o", str(series), "HEAD~2")
+    (series / "series").write_text(
+        "\n".join(sorted(p.name for p in series.glob("*.patch"))) + "\n")
+    env = {"BASE": "fixture", "BASE_CONF": str(conf), "BUILD": str(top / "build"),
+           "TREE": str(top / "build/linux"), "SERIES_DIR": str(series),
+           "BASE_CACHE": str(top / "cache")}
+    proc = run([str(WS / "tools/tree")], env)
+    return top / "build", env, proc
+
+
+def test_base_is_extracted_once_then_cloned(tmp_path):
+    """The second tree of a base is a clone of the first extraction
+    (BASE_CACHE), with the same base commit; a tiny fixture base."""
+    fix = WS / "tools/tests/fixtures/base"
+    conf = fixture_base(tmp_path)
     empty = tmp_path / "series"
     empty.mkdir()
     (empty / "series").write_text("")
