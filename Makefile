@@ -38,7 +38,7 @@ export:
 series-check: tree
 	@$(TOOLS)/series-check
 
-## kunit: kunit.py run --arch=x86_64 of Yama's suites in the test kernel (tools/test-kernel, shared with selftests; QEMU)
+## kunit: Yama's suites in the test kernel (tools/test-kernel, shared with selftests), booted by kunit.py exec --arch=x86_64 (QEMU)
 kunit: tree
 	@$(TOOLS)/kunit
 

@@ -505,8 +505,17 @@ def fragment(tip, base=None):
     return "\n".join(parts)
 
 
+def kbuild_warn():
+    """W=1 as every kernel build of the workspace has it (tools/lib.sh)."""
+    flags = os.environ.get("KBUILD_WARN")
+    if not flags or "W=1" not in flags.split():
+        sys.exit("error: KBUILD_WARN without W=1 (%r): run through "
+                 "tools/series-check, which sets it from tools/lib.sh" % flags)
+    return flags.split()
+
+
 def make(args, log=None):
-    cmd = ["make", "-C", SRC, "O=" + ODIR, "CC=" + CC, "W=1",
+    cmd = ["make", "-C", SRC, "O=" + ODIR, "CC=" + CC] + kbuild_warn() + [
            "-j" + JOBS] + args
     rc, out = run(cmd)
     if log:

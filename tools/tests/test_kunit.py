@@ -52,6 +52,15 @@ MERGE = textwrap.dedent(r'''
 ''').lstrip()
 
 
+# What tools/test-kernel builds with: make bzImage, out of tree. The fake
+# records its command line; FAKE_BUILD=fail makes it fail.
+MAKEFILE = (
+    "bzImage:\n"
+    "\t@test \"$$FAKE_BUILD\" != fail || { echo 'fake.c:1: error: broken'; exit 1; }\n"
+    "\t@mkdir -p $(O)/arch/x86/boot && echo '$(MAKEFLAGS)' >$(O)/make-args"
+    " && touch $(O)/arch/x86/boot/bzImage\n")
+
+
 @pytest.fixture
 def fake(tmp_path):
     tree = tmp_path / "linux"
@@ -70,12 +79,13 @@ def fake(tmp_path):
     merge = tree / "scripts/kconfig/merge_config.sh"
     merge.write_text(MERGE)
     merge.chmod(0o755)
+    (tree / "Makefile").write_text(MAKEFILE)
     return tmp_path
 
 
-def run(top, mode):
+def run(top, mode, **extra):
     env = dict(os.environ, BUILD=str(top), TREE=str(top / "linux"),
-               FAKE_KUNIT=mode)
+               FAKE_KUNIT=mode, **extra)
     return subprocess.run([str(WS / "tools/kunit")], env=env, text=True,
                           capture_output=True)
 
@@ -93,9 +103,13 @@ def test_pass(fake):
     assert "yama_fake" in proc.stdout
     assert (fake / "kunit/default/ktap.log").read_text().startswith("KTAP")
     args = (fake / "kernel/args").read_text().split("\n")
-    # kunit.py builds and boots the test kernel (build/kernel, shared with
-    # make selftests) with its whole config as the kunitconfig, by absolute
+    # tools/test-kernel builds the test kernel (build/kernel, shared with
+    # make selftests) with W=1's flags, not its kernel-doc pass; kunit.py
+    # exec boots it with its whole config as the kunitconfig, by absolute
     # path (kunit.py changes to the tree first); only Yama's suites run.
+    made = (fake / "kernel/make-args").read_text().split()
+    assert "W=1" in made and "cmd_checkdoc=" in made
+    assert args[0] == "exec"
     kconf = fake / "kunit/default/kunitconfig"
     assert [a for a in args if a.startswith("--kunitconfig")] == [
         "--kunitconfig=%s" % kconf]
@@ -106,6 +120,15 @@ def test_pass(fake):
     assert args[-1] == "yama*"
     assert "--build_dir=%s" % (fake / "kernel") in args
     assert "-enable-kvm" not in " ".join(args)
+
+
+def test_failed_build_fails_before_any_boot(fake):
+    proc = run(fake, "pass", FAKE_BUILD="fail")
+    assert proc.returncode == 1
+    assert "the test kernel (tools/test-kernel) was not built" in proc.stdout
+    assert "fake.c:1: error: broken" in proc.stderr
+    assert not (fake / "kernel/args").exists()      # kunit.py never ran
+    assert not (fake / "results/kunit.json").exists()
 
 
 @pytest.mark.parametrize("mode,key", [("fail", "failed"), ("crash", "crashed")])
