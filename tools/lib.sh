@@ -149,10 +149,18 @@ tree_has_yama_kunit() {
 # that every requested option is in the final .config. Prints the problem
 # and returns 1 on failure; the whole output is in LOG.
 merge_config() {
-	local src=$1 kout=$2 log=$3
+	local src=$1 kout log=$3
+	kout=$(realpath -m "$2")
+	log=$(realpath -m "$log")
 	shift 3
+	local frags=() f
+	for f in "$@"; do
+		frags+=("$(realpath -m "$f")")
+	done
 	mkdir -p "$kout"
-	if ! (cd "$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES 		ARCH=x86_64 scripts/kconfig/merge_config.sh -n -s -O "$kout" "$@") 		>"$log" 2>&1; then
+	if ! (cd "$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+		ARCH=x86_64 scripts/kconfig/merge_config.sh -n -s -O "$kout" "${frags[@]}") \
+		>"$log" 2>&1; then
 		grep -A2 -e "redefined" -e "^Value requested for" "$log" | sed 's/^/  | /' >&2
 		echo "merge_config.sh failed, see $log" >&2
 		return 1

@@ -170,10 +170,11 @@ static void report(const char *what, enum cat c, unsigned long *count,
 		memcpy(first, msg, sizeof(msg));
 }
 
+/* c is evaluated more than once: a constant or a plain variable */
 #define wrong(c, ...) \
-	report("WRONG", c, &sh->wrong[c], sh->first_wrong[c], __VA_ARGS__)
+	report("WRONG", (c), &sh->wrong[(c)], sh->first_wrong[(c)], __VA_ARGS__)
 #define error(c, ...) \
-	report("ERROR", c, &sh->errors[c], sh->first_error[c], __VA_ARGS__)
+	report("ERROR", (c), &sh->errors[(c)], sh->first_error[(c)], __VA_ARGS__)
 
 static int write_int(const char *path, int v)
 {

@@ -224,9 +224,10 @@ def file_sha(path):
 
 
 # Everything that changes what a gate records: GATES_VERSION (bump it when
-# a change of this script changes the cached results), cc-wrap, sparse, gcc.
+# a change of this script changes the cached results), cc-wrap, the W=
+# options (KBUILD_WARN), sparse, gcc.
 GATES_VERSION = "3"
-TOOLS = sha(GATES_VERSION, file_sha(CCWRAP),
+TOOLS = sha(GATES_VERSION, file_sha(CCWRAP), os.environ.get("KBUILD_WARN", ""),
             run(["gcc", "--version"])[1], run(["sparse", "--version"])[1])
 
 
@@ -386,14 +387,48 @@ def changed_files(a, b):
     return [l for l in out.splitlines() if l]
 
 
-# Paths no kernel build reads: a state that differs from another only in
-# these builds the same kernel (tools/ elsewhere has objtool and headers).
+# Where files are that the kernel build may not read: documentation, the
+# selftests, MAINTAINERS (tools/ elsewhere has objtool and its headers).
 NOT_KERNEL = ("Documentation/", "tools/testing/", "MAINTAINERS")
 
 
-def kernel_files(files):
-    """The files of `files` that a kernel build may read."""
-    return [f for f in files if not f.startswith(NOT_KERNEL)]
+def kernel_files(files, odir=None):
+    """The files of `files` that a kernel build reads, or may read: all but
+    those under NOT_KERNEL that are no Kconfig file (the top-level Kconfig
+    sources Documentation/Kconfig) and that no object of the last build in
+    odir read (its .cmd files list every source and header each object
+    read: lib/test_printf.c includes a header of tools/testing/). Without
+    a build there to tell, every file may be read."""
+    read = [f for f in files if not f.startswith(NOT_KERNEL) or
+            os.path.basename(f).startswith("Kconfig")]
+    rest = [f for f in files if f not in read]
+    if not rest:
+        return read
+    if not odir or not os.path.exists(os.path.join(odir, "include/config/auto.conf.cmd")):
+        return read + rest
+    for f in rest:
+        # grep -F: a longer path that contains f counts too (stricter)
+        rc = subprocess.run(["grep", "-rqF", "--include=.*.cmd", f, odir]).returncode
+        if rc != 1:
+            read.append(f)
+    return [f for f in files if f in read]
+
+
+def build_all(states, build, changed):
+    """Build every state, the last first and then back to the first; a
+    state whose difference from the state built last (changed(a, b): the
+    files that differ) is read by no kernel build shares that build's result
+    (same sources, same objects, same warnings). build(state) -> result.
+    Returns {state number: (result, of which state)}."""
+    built = {}
+    later = None
+    for st in reversed(states):
+        if later and not kernel_files(changed(st, later), ODIR):
+            built[st["n"]] = (built[later["n"]][0], later["n"])
+            continue
+        built[st["n"]] = (build(st), st["n"])
+        later = st
+    return built
 
 
 def blob(state, path):
@@ -857,7 +892,9 @@ def sparse_state(base, state, files, frag):
     res = CACHE.get(key)
     if res:
         return res, True
-    if not any(f.endswith((".c", ".h")) for f in kernel_files(files)):
+    # sparse_targets() takes objects of the build: none is under NOT_KERNEL
+    if not any(f.endswith((".c", ".h")) and not f.startswith(NOT_KERNEL)
+               for f in files):
         return {"ok": True, "files": {}, "objs": []}, False
     use_odir("main")
     checkout(state)
@@ -958,20 +995,16 @@ def main():
     # every object reads, and no later patch does), each earlier state
     # rebuilds only what its patch changed. Then the tip's matrix. All
     # results are cached; the table below is made from them in order.
-    built = {}          # patch number -> (result, from the cache)
-    later = None        # the state built last (the next patch's, or one
-    for st in reversed(states[1:]):     # with the same kernel sources)
-        if later and not kernel_files(changed_files(st, later)):
-            # what differs from a state already built is read by no kernel
-            # build (Documentation/, tools/testing/, MAINTAINERS): the same
-            # kernel, so the same result
-            progress("build (main) of patch %d/%d: the kernel sources of "
-                     "patch %d, built" % (st["n"], len(names), later["n"]))
-            built[st["n"]] = built[later["n"]]
-            continue
+    def build_main(st):
         progress("build (main) of patch %d/%d" % (st["n"], len(names)))
-        built[st["n"]] = build_state(base, st, "main", frag, "main")
-        later = st
+        return build_state(base, st, "main", frag, "main")
+
+    built = {}          # patch number -> (result, from the cache)
+    for n, (res, of) in build_all(states[1:], build_main, changed_files).items():
+        if of != n:
+            progress("build (main) of patch %d/%d: what differs from patch %d "
+                     "is read by no kernel build: its build" % (n, len(names), of))
+        built[n] = res
     scope = {"files": changed_files(base, tip)}
     matrix = {}
     if len(states) > 1 and not bad:

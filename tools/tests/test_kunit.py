@@ -69,8 +69,9 @@ def fake(tmp_path):
     (tree / "security/yama").mkdir(parents=True)
     (tree / "security/yama/Kconfig").write_text(
         "config SECURITY_YAMA_KUNIT_TEST\n\ttristate\n")
-    # What tools/test-kernel --config-only needs of a tree: a git tree, the
-    # selftests' config and merge_config.sh (here: the fragments, joined).
+    # What tools/test-kernel needs of a tree: a git tree, the selftests'
+    # config, merge_config.sh (here: the fragments, joined) and a Makefile
+    # with bzImage (MAKEFILE).
     (tree / ".git").mkdir()
     (tree / "tools/testing/selftests/yama").mkdir(parents=True)
     (tree / "tools/testing/selftests/yama/config").write_text(
@@ -123,6 +124,10 @@ def test_pass(fake):
 
 
 def test_failed_build_fails_before_any_boot(fake):
+    # the results of an earlier, passing run must not outlive a failed build
+    assert run(fake, "pass").returncode == 0
+    assert (fake / "results/kunit.json").exists()
+    (fake / "kernel/args").unlink()
     proc = run(fake, "pass", FAKE_BUILD="fail")
     assert proc.returncode == 1
     assert "the test kernel (tools/test-kernel) was not built" in proc.stdout

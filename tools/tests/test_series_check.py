@@ -164,12 +164,44 @@ def test_warnings_of_objects_built_alone(tmp_path, monkeypatch):
     assert sources[next(iter(warns))] == ["fs/namei.o"]
 
 
-def test_patches_no_kernel_build_reads_share_the_previous_build():
-    """A patch of only documentation, selftests or MAINTAINERS is not built
-    again; anything else a kernel build may read (objtool's tools/, Kconfig,
-    headers) is."""
-    assert sc.kernel_files(["Documentation/admin-guide/LSM/Yama.rst", "MAINTAINERS",
-                            "tools/testing/selftests/yama/Makefile"]) == []
+def test_files_a_kernel_build_may_read(tmp_path):
+    """Documentation, selftests and MAINTAINERS are not read, unless a
+    Kconfig file or a file an object of the last build read (its .cmd);
+    without a build to tell, everything may be read."""
     kept = ["tools/objtool/check.c", "tools/include/linux/types.h",
-            "security/yama/Kconfig", "include/linux/security.h", "Makefile"]
-    assert sc.kernel_files(kept + ["Documentation/x.rst"]) == kept
+            "security/yama/Kconfig", "include/linux/security.h", "Makefile",
+            "Documentation/Kconfig"]
+    mine = ["Documentation/admin-guide/LSM/Yama.rst", "MAINTAINERS",
+            "tools/testing/selftests/yama/Makefile",
+            "tools/testing/selftests/kselftest_module.h"]
+    assert sc.kernel_files(kept + mine) == kept + mine         # no build
+    (tmp_path / "include/config").mkdir(parents=True)
+    (tmp_path / "include/config/auto.conf.cmd").write_text("")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib/.test_printf.o.cmd").write_text(
+        "deps_lib/test_printf.o := \\\n"
+        "  ../linux/tools/testing/selftests/kselftest_module.h \\\n")
+    assert sc.kernel_files(kept + mine, str(tmp_path)) == kept + [
+        "tools/testing/selftests/kselftest_module.h"]
+
+
+def test_a_state_that_differs_in_what_no_build_reads_shares_a_build(monkeypatch):
+    """Built from the last state back. States 3 and 2 differ from the
+    built state 4 only by patches 4 and 3 (selftests, MAINTAINERS,
+    documentation): they share its build. State 1 lacks patch 2's C
+    change: built."""
+    files = {1: ["include/linux/security.h"], 2: ["security/yama/yama_lsm.c"],
+             3: ["Documentation/admin-guide/LSM/Yama.rst"],
+             4: ["tools/testing/selftests/yama/Makefile", "MAINTAINERS"]}
+    states = [{"n": n} for n in (1, 2, 3, 4)]
+
+    def changed(a, b):
+        return [f for n in range(a["n"] + 1, b["n"] + 1) for f in files[n]]
+
+    monkeypatch.setattr(sc, "ODIR", None)
+    monkeypatch.setattr(sc, "kernel_files", lambda fs, odir=None: [
+        f for f in fs if not f.startswith(sc.NOT_KERNEL)])
+    made = []
+    got = sc.build_all(states, lambda st: made.append(st["n"]) or "r%d" % st["n"], changed)
+    assert made == [4, 1]
+    assert got == {4: ("r4", 4), 3: ("r4", 4), 2: ("r4", 4), 1: ("r1", 1)}

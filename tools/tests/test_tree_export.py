@@ -96,14 +96,14 @@ new file mode 100644
 +hello
 """
 
-BAD = """diff --git a/security/yama/Makefile b/security/yama/Makefile
---- a/security/yama/Makefile
-+++ b/security/yama/Makefile
+BAD = """diff --git a/security/yama/yama_lsm.c b/security/yama/yama_lsm.c
+--- a/security/yama/yama_lsm.c
++++ b/security/yama/yama_lsm.c
 @@ -1,3 +1,3 @@
- # this context line is not in the file
--obj-y := nothing.o
-+obj-y := something.o
- yama-y := yama_lsm.o
+ // this context line is not in the file
+-static int ptrace_scope = 0;
++static int ptrace_scope = 2;
+ 
 """
 
 
@@ -118,7 +118,7 @@ def test_failing_patch_is_named_and_tree_kept(tiny, tmp_path):
                dict(env, SERIES_DIR=str(series), FORCE="1"), check=False)
     assert proc.returncode != 0
     assert "0002-bad.patch" in proc.stderr
-    assert "security/yama/Makefile" in proc.stderr
+    assert "security/yama/yama_lsm.c" in proc.stderr
     tree = top / "linux"
     assert git(tree, "log", "-1", "--format=%s") == "add a file"
     assert not (tree / ".git" / "rebase-apply").exists()
