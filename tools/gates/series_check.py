@@ -414,16 +414,18 @@ def kernel_files(files, odir=None):
     return [f for f in files if f in read]
 
 
-def build_all(states, build, changed):
+def build_all(states, build, changed, shared=lambda st, of: None):
     """Build every state, the last first and then back to the first; a
     state whose difference from the state built last (changed(a, b): the
     files that differ) is read by no kernel build shares that build's result
-    (same sources, same objects, same warnings). build(state) -> result.
+    (same sources, same objects, same warnings). build(state) -> result;
+    shared(state, state built) is called for each state that shares.
     Returns {state number: (result, of which state)}."""
     built = {}
     later = None
     for st in reversed(states):
         if later and not kernel_files(changed(st, later), ODIR):
+            shared(st, later)
             built[st["n"]] = (built[later["n"]][0], later["n"])
             continue
         built[st["n"]] = (build(st), st["n"])
@@ -999,12 +1001,13 @@ def main():
         progress("build (main) of patch %d/%d" % (st["n"], len(names)))
         return build_state(base, st, "main", frag, "main")
 
-    built = {}          # patch number -> (result, from the cache)
-    for n, (res, of) in build_all(states[1:], build_main, changed_files).items():
-        if of != n:
-            progress("build (main) of patch %d/%d: what differs from patch %d "
-                     "is read by no kernel build: its build" % (n, len(names), of))
-        built[n] = res
+    def shared(st, of):
+        progress("build (main) of patch %d/%d: what differs from patch %d is "
+                 "read by no kernel build: its build" % (st["n"], len(names), of["n"]))
+
+    # patch number -> (result, from the cache)
+    built = {n: res for n, (res, _) in build_all(states[1:], build_main,
+                                                 changed_files, shared).items()}
     scope = {"files": changed_files(base, tip)}
     matrix = {}
     if len(states) > 1 and not bad:
