@@ -130,9 +130,10 @@ with_patch() {
 # after SECONDS (for the progress line every 30 s of a long stage).
 wait_for() {
 	local pid=$1 i
-	for ((i = 0; i < $2; i++)); do
+	# polled 5 times a second: a short stage does not wait for a whole one
+	for ((i = 0; i < $2 * 5; i++)); do
 		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 1
+		sleep 0.2
 	done
 	! kill -0 "$pid" 2>/dev/null
 }
