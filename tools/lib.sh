@@ -27,8 +27,8 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$WS}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 # The extra warnings every kernel build of the workspace asks for: W=1's
-# compiler flags (the same flags in the gates, the test kernel and kunit.py,
-# so ccache shares their objects), without W=1's kernel-doc run on every
+# compiler flags (the same flags in the gates and the test kernel, which
+# make kunit and make selftests boot, so ccache shares their objects), without W=1's kernel-doc run on every
 # compiled file (cmd_checkdoc, a perl process per object: a third of a
 # ccache-warm build). The kernel-doc gate of series-check checks every C
 # file and header a patch touches, against its previous version; the gates
