@@ -19,6 +19,19 @@ if [ ! -f "$base_conf" ]; then
 fi
 # shellcheck source=bases/linux-source-6.12.conf
 . "$base_conf"
+# The base commit id recorded for a package version ("VERSION ID"), next to
+# the base description; make tree checks the tree's base against it.
+base_id_file=${base_conf%.conf}.id
+
+# base_version: the installed version of the base package (BASE_VERSION in
+# a base description that is no package: the tests' tiny base).
+base_version() {
+	if [ -n "${BASE_VERSION:-}" ]; then
+		echo "$BASE_VERSION"
+	else
+		dpkg-query -W -f='${Version}' "$BASE_PACKAGE" 2>/dev/null || true
+	fi
+}
 
 # ccache keys on absolute paths unless told a base: with it, a fresh clone
 # in another folder (CI) reuses what an earlier run on this machine built.

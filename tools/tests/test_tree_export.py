@@ -1,12 +1,11 @@
-"""Tests of the workspace's tree and export stages.
-
-One fresh extraction of the base package (module fixture `fresh`) serves the
-tests of the real base and series: the base commit id must equal the
-recorded one, and make tree followed by make export must give back series/
-byte for byte. The rules of make tree itself (a patch that does not apply is
-named, unexported commits and uncommitted edits are never discarded,
-unchanged files keep their timestamps) are tested on a tiny base with a
-two-patch series (`tiny`), in seconds instead of a kernel tree's minute.
+"""Tests of the workspace's tree and export stages, on a tiny base with a
+two-patch series (`tiny`), in seconds instead of a kernel tree's minute:
+the base commit is checked against the recorded id, make export writes
+back series/ byte for byte (make tree checks it), a patch that does not
+apply is named, unexported commits and uncommitted edits are never
+discarded, unchanged files keep their timestamps. The real base and
+series get the same checks from make tree itself, in make check's tree
+stage (tools/tree: base id, round trip).
 """
 import os
 import shutil
@@ -16,7 +15,6 @@ import pathlib
 import pytest
 
 WS = pathlib.Path(os.environ["WS"])  # conftest.py
-BASE = os.environ.get("BASE", "linux-source-6.12")
 
 
 def run(cmd, env_extra, check=True):
@@ -31,53 +29,6 @@ def run(cmd, env_extra, check=True):
 def git(tree, *args):
     return subprocess.run(["git", "-C", str(tree), *args], check=True,
                           capture_output=True, text=True).stdout.strip()
-
-
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
-    """A fresh extraction of the base with series/ applied, in a temp dir."""
-    top = tmp_path_factory.mktemp("fresh")
-    env = {"BUILD": str(top), "TREE": str(top / "linux"),
-           "SERIES_DIR": str(WS / "series")}
-    proc = run([str(WS / "tools/tree")], env)
-    yield top, env, proc
-    shutil.rmtree(top, ignore_errors=True)
-
-
-def recorded_base():
-    line = (WS / "tools/bases" / f"{BASE}.id").read_text().split()
-    return line[0], line[1]
-
-
-def test_base_id_is_the_recorded_one(fresh):
-    top, _env, proc = fresh
-    version, expected = recorded_base()
-    installed = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", BASE], capture_output=True,
-        text=True).stdout
-    if installed != version:
-        pytest.skip(f"{BASE} is {installed}, the recorded id is for {version}")
-    assert f"base commit: {expected}" in proc.stdout
-    assert git(top / "linux", "rev-parse", "base") == expected
-
-
-def test_base_commit_is_pristine(fresh):
-    top, _env, _proc = fresh
-    tree = top / "linux"
-    # The base commit holds every file of the tarball, .gitignore'd or not.
-    assert git(tree, "ls-tree", "base", "--name-only", "Makefile") == "Makefile"
-    assert git(tree, "log", "-1", "--format=%an|%cn|%ad", "--date=unix",
-               "base").endswith("|1277078400")
-
-
-def test_tree_then_export_changes_no_byte(fresh, tmp_path):
-    top, env, _proc = fresh
-    copy = tmp_path / "series"
-    shutil.copytree(WS / "series", copy)
-    run([str(WS / "tools/export")], dict(env, SERIES_DIR=str(copy)))
-    diff = subprocess.run(["diff", "-r", str(WS / "series"), str(copy)],
-                          capture_output=True, text=True)
-    assert diff.returncode == 0, diff.stdout
 
 
 def write_patch(path, subject, body):
@@ -198,9 +149,10 @@ def test_reapply_keeps_timestamps_of_unchanged_files(tiny):
         assert (tree / f).stat().st_mtime_ns == old, f
 
 
-def fixture_base(tmp_path):
+def fixture_base(tmp_path, version=None):
     """The tiny base of tools/tests/fixtures/base as a package: its tarball
-    and the BASE_CONF that names it."""
+    and the BASE_CONF that names it (BASE_VERSION: the installed version
+    that tools/tree compares with the recorded one, fixture.id)."""
     fix = WS / "tools/tests/fixtures/base"
     shutil.copytree(fix, tmp_path / "src/fixture-base")
     tar = tmp_path / "base.tar.xz"
@@ -210,38 +162,121 @@ def fixture_base(tmp_path):
     conf.write_text("BASE_PACKAGE=fixture-base\nBASE_TARBALL=%s\n"
                     "BASE_TOPDIR=fixture-base\nBASE_IDENTITY_NAME=Fixture\n"
                     "BASE_IDENTITY_EMAIL=fixture@localhost\n"
-                    "BASE_DATE=2010-06-21T00:00:00+00:00\n" % tar)
+                    "BASE_DATE=2010-06-21T00:00:00+00:00\n" % tar
+                    + ("BASE_VERSION=%s\n" % version if version else ""))
     return conf
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A tree of the tiny base with a two-patch series (one patch edits
-    security/yama/yama_lsm.c, one adds a file): what make tree's rules for
-    edits, commits and timestamps need, without the kernel's 90,000 files."""
+    security/yama/yama_lsm.c, one adds a file), made as a developer makes
+    one: make tree of the base, two commits, make export, then make tree
+    applies the exported series/ again."""
     top = tmp_path_factory.mktemp("tiny")
     conf = fixture_base(top)
-    mk = top / "mk"
-    shutil.copytree(top / "src/fixture-base", mk)
-    ident = ["-c", "user.name=T", "-c", "user.email=t@example.org"]
-    git(mk, "init", "-q")
-    git(mk, "add", "-A")
-    git(mk, *ident, "commit", "-qm", "base")
-    lsm = mk / "security/yama/yama_lsm.c"
-    lsm.write_text(lsm.read_text() + "\n/* the series' change */\n")
-    git(mk, *ident, "commit", "-qam", "yama: a change")
-    (mk / "yama-test-file").write_text("hello\n")
-    git(mk, "add", "yama-test-file")
-    git(mk, *ident, "commit", "-qm", "add a file")
     series = top / "series"
-    git(mk, "format-patch", "-q", "-o", str(series), "HEAD~2")
-    (series / "series").write_text(
-        "\n".join(sorted(p.name for p in series.glob("*.patch"))) + "\n")
+    series.mkdir()
+    (series / "series").write_text("")
     env = {"BASE": "fixture", "BASE_CONF": str(conf), "BUILD": str(top / "build"),
            "TREE": str(top / "build/linux"), "SERIES_DIR": str(series),
            "BASE_CACHE": str(top / "cache")}
-    proc = run([str(WS / "tools/tree")], env)
+    run([str(WS / "tools/tree")], env)
+    tree = top / "build/linux"
+    ident = ["-c", "user.name=T", "-c", "user.email=t@example.org"]
+    lsm = tree / "security/yama/yama_lsm.c"
+    lsm.write_text(lsm.read_text() + "\n/* the series' change */\n")
+    git(tree, *ident, "commit", "-qam", "yama: a change")
+    (tree / "yama-test-file").write_text("hello\n")
+    git(tree, "add", "-f", "yama-test-file")
+    git(tree, *ident, "commit", "-qm", "add a file")
+    run([str(WS / "tools/export")], env)
+    proc = run([str(WS / "tools/tree")], dict(env, REAPPLY="1"))
     return top / "build", env, proc
+
+
+def test_export_round_trip_is_checked(tiny, tmp_path):
+    """make tree checks that make export would write series/ back byte for
+    byte; a patch export would rewrite (here: a mail client's signature)
+    fails the tree stage, named, and the tree keeps the applied series."""
+    top, env, proc = tiny
+    assert "(2 patches on base)" in proc.stdout
+    assert "make export would write series/ back byte for byte" in proc.stdout
+    assert "(3 passed, 0 failed)" in proc.stdout  # 2 patches + round trip
+    series = tmp_path / "signed"
+    shutil.copytree(env["SERIES_DIR"], series)
+    first = sorted(series.glob("*.patch"))[0]
+    first.write_text(first.read_text() + "-- \n2.39.5\n\n")
+    proc = run([str(WS / "tools/tree")], dict(env, SERIES_DIR=str(series)),
+               check=False)
+    assert proc.returncode != 0
+    assert "make export would change series/: %s" % first.name in proc.stderr
+    assert "run make export" in proc.stderr
+    assert (top / "results/tree.verdict").read_text().split("\t")[1:4] == [
+        "fail", "2", "1"]
+    assert "(2 patches on base)" in proc.stdout
+    # Asked again, nothing changed: the kept tree is checked again.
+    again = run([str(WS / "tools/tree")], dict(env, SERIES_DIR=str(series)),
+                check=False)
+    assert again.returncode != 0 and first.name in again.stderr
+    # export --check writes nothing.
+    assert first.read_text().endswith("2.39.5\n\n")
+
+
+def base_tree(tmp_path, version):
+    conf = fixture_base(tmp_path, version)
+    empty = tmp_path / "series"
+    empty.mkdir()
+    (empty / "series").write_text("")
+    env = {"BASE": "fixture", "BASE_CONF": str(conf), "BUILD": str(tmp_path / "b"),
+           "TREE": str(tmp_path / "b/linux"), "SERIES_DIR": str(empty),
+           "BASE_CACHE": "off"}
+    return conf, env
+
+
+def test_base_id_is_checked_against_the_recorded_one(tmp_path):
+    """The base commit of the installed version must be the recorded one
+    (tools/bases/BASE.id: "VERSION ID"); for another version the id is
+    reported, not checked; with no record, nothing is checked."""
+    conf, env = base_tree(tmp_path, "1.0-1")
+    proc = run([str(WS / "tools/tree")], env)
+    made = git(tmp_path / "b/linux", "rev-parse", "base")
+    assert "base commit: %s" % made in proc.stdout
+    assert "recorded" not in proc.stdout + proc.stderr
+    record = conf.with_suffix(".id")
+    record.write_text("1.0-1 %s\n" % made)
+    proc = run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    assert "base commit is the recorded one for fixture-base 1.0-1" in proc.stdout
+    record.write_text("1.0-1 %s\n" % ("0" * 40))
+    proc = run([str(WS / "tools/tree")], dict(env, FORCE="1"), check=False)
+    assert proc.returncode != 0
+    assert "differs from the recorded %s" % ("0" * 40) in proc.stderr
+    assert made in proc.stderr
+    record.write_text("0.9-1 %s\n" % ("0" * 40))
+    proc = run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    assert "not checked" in proc.stderr and "installed: 1.0-1" in proc.stderr
+
+
+def test_base_commit_is_pristine(tmp_path):
+    """The base commit holds every file of the tarball (ignored ones too:
+    Debian's .gitignore ends in "/*") with a fixed identity and date, so its
+    id is the same wherever the same package is extracted."""
+    conf, env = base_tree(tmp_path, None)
+    (tmp_path / "src/fixture-base/.gitignore").write_text("/*\n")
+    subprocess.run(["tar", "-cJf", str(tmp_path / "base.tar.xz"), "-C",
+                    str(tmp_path / "src"), "fixture-base"], check=True)
+    run([str(WS / "tools/tree")], env)
+    tree = tmp_path / "b/linux"
+    files = sorted(str(p.relative_to(tmp_path / "src/fixture-base"))
+                   for p in (tmp_path / "src/fixture-base").rglob("*") if p.is_file())
+    assert git(tree, "ls-tree", "-r", "--name-only", "base").split("\n") == files
+    assert git(tree, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%ad|%cd",
+               "--date=unix", "base") == (
+        "Fixture <fixture@localhost>|Fixture <fixture@localhost>|1277078400|1277078400")
+    # A second extraction (no cache) gives the same commit.
+    env2 = dict(env, BUILD=str(tmp_path / "c"), TREE=str(tmp_path / "c/linux"))
+    run([str(WS / "tools/tree")], env2)
+    assert git(tmp_path / "c/linux", "rev-parse", "base") == git(tree, "rev-parse", "base")
 
 
 def test_base_is_extracted_once_then_cloned(tmp_path):
