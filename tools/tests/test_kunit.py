@@ -128,6 +128,7 @@ def test_failed_build_fails_before_any_boot(fake):
     assert run(fake, "pass").returncode == 0
     assert (fake / "results/kunit.json").exists()
     (fake / "kernel/args").unlink()
+    os.utime(fake / "linux/security/yama/Kconfig")  # the edit that breaks it
     proc = run(fake, "pass", FAKE_BUILD="fail")
     assert proc.returncode == 1
     assert "the test kernel (tools/test-kernel) was not built" in proc.stdout
@@ -189,3 +190,28 @@ def test_tree_without_kunit_tests_fails(fake):
     assert proc.returncode == 1
     assert "KUnit tests are not in" in proc.stdout
     assert not (fake / "kernel/args").exists()
+
+
+def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
+    """tools/test-kernel skips make when nothing of the tree, the command
+    or the config changed since the last good build; any newer file of
+    the tree, a removed one, or KERNEL_MAKE=always runs make again."""
+    made = fake / "kernel/make-args"
+    assert run(fake, "pass").returncode == 0 and made.exists()
+    made.unlink()
+    proc = run(fake, "pass")
+    assert proc.returncode == 0
+    assert "bzImage is up to date" in proc.stdout
+    assert not made.exists()
+    lsm = fake / "linux/security/yama/Kconfig"
+    os.utime(lsm)                      # an edit: newer than the last build
+    assert run(fake, "pass").returncode == 0 and made.exists()
+    made.unlink()
+    (fake / "linux/security/yama/new.c").write_text("")
+    (fake / "linux/security/yama/new.c").unlink()    # the folder changed
+    assert run(fake, "pass").returncode == 0 and made.exists()
+    made.unlink()
+    assert run(fake, "pass", KCFLAGS="-O1").returncode == 0 and made.exists()
+    made.unlink()
+    assert run(fake, "pass", KCFLAGS="-O1").returncode == 0 and not made.exists()
+    assert run(fake, "pass", KERNEL_MAKE="always").returncode == 0 and made.exists()
