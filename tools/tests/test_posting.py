@@ -7,6 +7,7 @@ DIR/linux; SCRATCH_REPO=that tree); they run with RUN_POSTING_TESTS=1
     RUN_POSTING_TESTS=1 python3 -m pytest -q tools/tests/test_posting.py
 """
 import os
+import pathlib
 import shutil
 import subprocess
 
@@ -421,6 +422,30 @@ def test_fsdevel_is_required_even_if_get_maintainer_forgets_it(tmp_path, monkeyp
                   ["fs/namei.c", "security/selinux/hooks.c"])
     problems = posting.check_recipients(msgs, tree)
     assert len(problems) == 1 and "linux-fsdevel@vger.kernel.org" in problems[0]
+
+
+def test_get_maintainer_answer_is_kept_until_an_input_changes(tmp_path, monkeypatch):
+    """get_maintainer.pl is asked once per patch and input: the same patch,
+    script and MAINTAINERS get the kept answer; a new patch, MAINTAINERS or
+    script asks it again."""
+    monkeypatch.setattr(posting, "WORK", str(tmp_path))
+    tree = pathlib.Path(fake_tree(tmp_path, ["A <a@example.org>"]))
+    calls = []
+    real_run = posting.run
+    monkeypatch.setattr(posting, "run",
+                        lambda *a, **k: calls.append(a[0]) or real_run(*a, **k))
+    patch = "diff --git a/fs/namei.c b/fs/namei.c\n"
+    assert posting.get_maintainer(str(tree), patch) == {"a@example.org"}
+    assert posting.get_maintainer(str(tree), patch) == {"a@example.org"}
+    assert len(calls) == 1
+    (tree / "MAINTAINERS").write_text("M:\tA <a@example.org>\n")
+    assert posting.get_maintainer(str(tree), patch) == {"a@example.org"}
+    assert len(calls) == 2
+    assert posting.get_maintainer(str(tree), patch + "\n") == {"a@example.org"}
+    assert len(calls) == 3
+    (tree / "scripts/get_maintainer.pl").write_text("print <<'X';\nB <b@example.org>\nX\n")
+    assert posting.get_maintainer(str(tree), patch) == {"b@example.org"}
+    assert len(calls) == 4
 
 
 # ------------------------------------------------------------- v2: range-diff
