@@ -9,7 +9,7 @@ export BASE SENDER
 
 TOOLS := tools
 
-.PHONY: all help deps tree export series-check kunit selftests vfs-diff mutations bench \
+.PHONY: all help deps tree export round-trip series-check kunit selftests vfs-diff mutations bench \
 	posting range-diff record-posting review trailers check check-debug test-tools clean
 
 ## all: the posting, checked: gates, KUnit and the default kselftest boot run first, so its Testing section reports real results
@@ -33,6 +33,10 @@ tree: deps
 ## export: write the tree's commits since the base back into series/
 export:
 	@$(TOOLS)/export
+
+## round-trip: series/ is byte for byte what make export writes from the commit it was synchronised with
+round-trip: tree
+	@$(TOOLS)/round-trip
 
 ## series-check: per patch checkpatch, W=1+sparse build, kernel-doc; tip config matrix
 series-check: tree

@@ -17,6 +17,8 @@ if [ ! -f "$base_conf" ]; then
 	echo "error: unknown base '$BASE' (no $base_conf)" >&2
 	exit 2
 fi
+# BASE_VERSION only from a base description (see base_version below).
+unset BASE_VERSION
 # shellcheck source=bases/linux-source-6.12.conf
 . "$base_conf"
 # The base commit id recorded for a package version ("VERSION ID"), next to

@@ -779,19 +779,25 @@ def touched_files(text):
 
 def get_maintainer(tree, patch_text):
     """The addresses get_maintainer.pl (in TREE) names for a patch. With
-    --nogit its answer depends only on the patch, the script, MAINTAINERS
-    and the script's two optional config files: it is kept under
-    WORK/get_maintainer/, by a hash of those, and not asked again (0.4 s
-    of perl per patch)."""
+    --nogit its answer depends on the patch, the script, MAINTAINERS,
+    .mailmap and the script's config files (.get_maintainer.conf and
+    .ignore, searched in the tree, $HOME and the tree's .scripts/), which
+    key the answer kept under WORK/get_maintainer/: the same inputs do not
+    ask perl again (0.4 s per patch). Not in the key: which folders of the
+    tree exist (an F: pattern ending in a folder name); the series adds no
+    folder that MAINTAINERS names."""
     key = hashlib.sha1()
     for part in [patch_text.encode(), " ".join(GET_MAINTAINER_ARGS).encode()]:
         key.update(hashlib.sha1(part).digest())
-    for name in ("scripts/get_maintainer.pl", "MAINTAINERS",
-                 ".get_maintainer.conf", ".get_maintainer.ignore"):
+    inputs = ["scripts/get_maintainer.pl", "MAINTAINERS", ".mailmap"]
+    for where in (tree, os.path.expanduser("~"), os.path.join(tree, ".scripts")):
+        inputs += [os.path.join(where, n)
+                   for n in (".get_maintainer.conf", ".get_maintainer.ignore")]
+    for name in inputs:
         try:
             with open(os.path.join(tree, name), "rb") as f:
                 key.update(hashlib.sha1(f.read()).digest())
-        except FileNotFoundError:
+        except OSError:
             key.update(b"-")
     cache = os.path.join(WORK, "get_maintainer", key.hexdigest())
     try:
@@ -808,9 +814,9 @@ def get_maintainer(tree, patch_text):
         os.unlink(f.name)
     found = {a.lower() for n, a in email.utils.getaddresses(out.splitlines()) if "@" in a}
     os.makedirs(os.path.dirname(cache), exist_ok=True)
-    with open(cache + ".tmp", "w") as f:
+    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(cache), delete=False) as f:
         json.dump(sorted(found), f)
-    os.replace(cache + ".tmp", cache)
+    os.replace(f.name, cache)
     return found
 
 

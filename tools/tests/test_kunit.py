@@ -57,6 +57,7 @@ MERGE = textwrap.dedent(r'''
 MAKEFILE = (
     "bzImage:\n"
     "\t@test \"$$FAKE_BUILD\" != fail || { echo 'fake.c:1: error: broken'; exit 1; }\n"
+    "\t@test -z \"$$FAKE_EDIT\" || touch \"$$FAKE_EDIT\"\n"
     "\t@mkdir -p $(O)/arch/x86/boot && echo '$(MAKEFLAGS)' >$(O)/make-args"
     " && touch $(O)/arch/x86/boot/bzImage\n")
 
@@ -215,3 +216,16 @@ def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
     made.unlink()
     assert run(fake, "pass", KCFLAGS="-O1").returncode == 0 and not made.exists()
     assert run(fake, "pass", KERNEL_MAKE="always").returncode == 0 and made.exists()
+    made.unlink()
+    # New content with an old mtime (cp -p, tar, rsync -a): its ctime tells.
+    lsm.write_text(lsm.read_text() + "\n")
+    os.utime(lsm, ns=(0, 0))
+    assert run(fake, "pass").returncode == 0 and made.exists()
+    made.unlink()
+    # A file edited while make runs: the next run makes the kernel again.
+    os.utime(lsm)
+    assert run(fake, "pass", FAKE_EDIT=str(lsm)).returncode == 0 and made.exists()
+    made.unlink()
+    assert run(fake, "pass").returncode == 0 and made.exists()
+    made.unlink()
+    assert run(fake, "pass").returncode == 0 and not made.exists()

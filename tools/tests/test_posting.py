@@ -446,6 +446,9 @@ def test_get_maintainer_answer_is_kept_until_an_input_changes(tmp_path, monkeypa
     (tree / "scripts/get_maintainer.pl").write_text("print <<'X';\nB <b@example.org>\nX\n")
     assert posting.get_maintainer(str(tree), patch) == {"b@example.org"}
     assert len(calls) == 4
+    (tree / ".mailmap").write_text("B <b@example.org> <old@example.org>\n")
+    assert posting.get_maintainer(str(tree), patch) == {"b@example.org"}
+    assert len(calls) == 5
 
 
 # ------------------------------------------------------------- v2: range-diff

@@ -1,11 +1,11 @@
 """Tests of the workspace's tree and export stages, on a tiny base with a
 two-patch series (`tiny`), in seconds instead of a kernel tree's minute:
 the base commit is checked against the recorded id, make export writes
-back series/ byte for byte (make tree checks it), a patch that does not
+back series/ byte for byte (make round-trip checks it), a patch that does not
 apply is named, unexported commits and uncommitted edits are never
 discarded, unchanged files keep their timestamps. The real base and
-series get the same checks from make tree itself, in make check's tree
-stage (tools/tree: base id, round trip).
+series get the same checks in make check's tree stage (tools/tree: the
+base id) and round-trip stage (tools/round-trip).
 """
 import os
 import shutil
@@ -196,31 +196,52 @@ def tiny(tmp_path_factory):
 
 
 def test_export_round_trip_is_checked(tiny, tmp_path):
-    """make tree checks that make export would write series/ back byte for
-    byte; a patch export would rewrite (here: a mail client's signature)
-    fails the tree stage, named, and the tree keeps the applied series."""
-    top, env, proc = tiny
+    """make round-trip: series/ must be what make export writes from the
+    commit series/ was synchronised with, byte for byte. A patch export
+    would rewrite (here: a mail client's signature) or a rewritten order
+    file fails, named, and nothing is written; commits made in the tree
+    afterwards (not exported yet) neither count nor hide the failure."""
+    top, env, _proc = tiny
+    tree = top / "linux"
+    rt = [str(WS / "tools/round-trip")]
+    proc = run([str(WS / "tools/tree")], dict(env, FORCE="1"))
     assert "(2 patches on base)" in proc.stdout
-    assert "make export would write series/ back byte for byte" in proc.stdout
-    assert "(3 passed, 0 failed)" in proc.stdout  # 2 patches + round trip
+    proc = run(rt, env)
+    assert "writes the 2 patches and the order of series/ byte for byte" in proc.stdout
+    assert "== round-trip: pass (1 passed, 0 failed)" in proc.stdout
     series = tmp_path / "signed"
     shutil.copytree(env["SERIES_DIR"], series)
     first = sorted(series.glob("*.patch"))[0]
     first.write_text(first.read_text() + "-- \n2.39.5\n\n")
-    proc = run([str(WS / "tools/tree")], dict(env, SERIES_DIR=str(series)),
-               check=False)
+    signed = dict(env, SERIES_DIR=str(series))
+    assert "(2 patches on base)" in run([str(WS / "tools/tree")], signed).stdout
+    proc = run(rt, signed, check=False)
     assert proc.returncode != 0
     assert "make export would change series/: %s" % first.name in proc.stderr
-    assert "run make export" in proc.stderr
-    assert (top / "results/tree.verdict").read_text().split("\t")[1:4] == [
-        "fail", "2", "1"]
-    assert "(2 patches on base)" in proc.stdout
-    # Asked again, nothing changed: the kept tree is checked again.
-    again = run([str(WS / "tools/tree")], dict(env, SERIES_DIR=str(series)),
-                check=False)
-    assert again.returncode != 0 and first.name in again.stderr
-    # export --check writes nothing.
-    assert first.read_text().endswith("2.39.5\n\n")
+    assert (top / "results/round-trip.verdict").read_text().split("\t")[1:4] == [
+        "fail", "0", "1"]
+    assert first.read_text().endswith("2.39.5\n\n")      # nothing written
+    # A commit not exported yet: the check is of the synchronised commit.
+    (tree / "wip").write_text("work in progress\n")
+    git(tree, "add", "-f", "wip")
+    git(tree, "-c", "user.name=T", "-c", "user.email=t@example.org",
+        "commit", "-qm", "work in progress")
+    proc = run(rt, signed, check=False)
+    assert proc.returncode != 0 and first.name in proc.stderr
+    assert run(rt, dict(env, SERIES_DIR=str(series)), check=False).returncode != 0
+    # The order file, byte for byte (a comment of its own is rewritten).
+    order = tmp_path / "order"
+    shutil.copytree(env["SERIES_DIR"], order)
+    names = sorted(p.name for p in order.glob("*.patch"))
+    (order / "series").write_text("# mine\n" + "\n".join(names) + "\n")
+    git(tree, "reset", "-q", "--hard", "HEAD~1")
+    run([str(WS / "tools/tree")], dict(env, SERIES_DIR=str(order), FORCE="1"))
+    proc = run(rt, dict(env, SERIES_DIR=str(order)), check=False)
+    assert proc.returncode != 0 and "would change series/: series" in proc.stderr
+    # series/ changed after the tree took it: make tree first.
+    run([str(WS / "tools/tree")], dict(env, FORCE="1"))
+    proc = run(rt, dict(env, SERIES_DIR=str(order)), check=False)
+    assert proc.returncode != 0 and "run make tree first" in proc.stdout
 
 
 def base_tree(tmp_path, version):
