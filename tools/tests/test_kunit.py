@@ -193,39 +193,47 @@ def test_tree_without_kunit_tests_fails(fake):
     assert not (fake / "kernel/args").exists()
 
 
+def build(top, **extra):
+    """tools/test-kernel of the fake tree (what make kunit and make
+    selftests run first)."""
+    env = dict(os.environ, BUILD=str(top), TREE=str(top / "linux"), **extra)
+    return subprocess.run([str(WS / "tools/test-kernel"), str(top / "linux")],
+                          env=env, text=True, capture_output=True)
+
+
 def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
     """tools/test-kernel skips make when nothing of the tree, the command
     or the config changed since the last good build; any newer file of
     the tree, a removed one, or KERNEL_MAKE=always runs make again."""
     made = fake / "kernel/make-args"
-    assert run(fake, "pass").returncode == 0 and made.exists()
+    assert build(fake).returncode == 0 and made.exists()
     made.unlink()
-    proc = run(fake, "pass")
+    proc = build(fake)
     assert proc.returncode == 0
     assert "bzImage is up to date" in proc.stdout
     assert not made.exists()
     lsm = fake / "linux/security/yama/Kconfig"
     os.utime(lsm)                      # an edit: newer than the last build
-    assert run(fake, "pass").returncode == 0 and made.exists()
+    assert build(fake).returncode == 0 and made.exists()
     made.unlink()
     (fake / "linux/security/yama/new.c").write_text("")
     (fake / "linux/security/yama/new.c").unlink()    # the folder changed
-    assert run(fake, "pass").returncode == 0 and made.exists()
+    assert build(fake).returncode == 0 and made.exists()
     made.unlink()
-    assert run(fake, "pass", KCFLAGS="-O1").returncode == 0 and made.exists()
+    assert build(fake, KCFLAGS="-O1").returncode == 0 and made.exists()
     made.unlink()
-    assert run(fake, "pass", KCFLAGS="-O1").returncode == 0 and not made.exists()
-    assert run(fake, "pass", KERNEL_MAKE="always").returncode == 0 and made.exists()
+    assert build(fake, KCFLAGS="-O1").returncode == 0 and not made.exists()
+    assert build(fake, KERNEL_MAKE="always").returncode == 0 and made.exists()
     made.unlink()
     # New content with an old mtime (cp -p, tar, rsync -a): its ctime tells.
     lsm.write_text(lsm.read_text() + "\n")
     os.utime(lsm, ns=(0, 0))
-    assert run(fake, "pass").returncode == 0 and made.exists()
+    assert build(fake).returncode == 0 and made.exists()
     made.unlink()
     # A file edited while make runs: the next run makes the kernel again.
     os.utime(lsm)
-    assert run(fake, "pass", FAKE_EDIT=str(lsm)).returncode == 0 and made.exists()
+    assert build(fake, FAKE_EDIT=str(lsm)).returncode == 0 and made.exists()
     made.unlink()
-    assert run(fake, "pass").returncode == 0 and made.exists()
+    assert build(fake).returncode == 0 and made.exists()
     made.unlink()
-    assert run(fake, "pass").returncode == 0 and not made.exists()
+    assert build(fake).returncode == 0 and not made.exists()
