@@ -1339,7 +1339,12 @@ def main():
 
 
 def sender_stamp():
-    return "%s <%s> %s" % (SENDER_NAME, SENDER_EMAIL, SENDER_SOURCE)
+    """Who the posting is from, and whether that is the placeholder. Not
+    where the identity came from: a stage under make check inherits the
+    SENDER that lib.sh decided ("env"), make posting decides it itself
+    ("git"), and the same sender must not make the posting again."""
+    return "%s <%s>%s" % (SENDER_NAME, SENDER_EMAIL,
+                          " placeholder" if SENDER_SOURCE == "placeholder" else "")
 
 
 def write_proof(outdir, rev, problems):

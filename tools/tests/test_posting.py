@@ -507,3 +507,16 @@ def test_record_keeps_preimage_and_numbers_then_range_diff_uses_them(tmp_path):
     assert p.returncode == 0, p.stdout
     assert "b4 diff -m v2.mbox" in p.stdout and "range-diff: pass" in p.stdout
     assert " = " in p.stdout  # the same patches: "1:  abc = 1:  def"
+
+
+def test_sender_stamp_ignores_where_the_identity_came_from(monkeypatch):
+    """make check's stages inherit lib.sh's SENDER ("env"), make posting
+    reads git config ("git"): the same sender, the same posting; the
+    placeholder is another one."""
+    monkeypatch.setattr(posting, "SENDER_NAME", "A")
+    monkeypatch.setattr(posting, "SENDER_EMAIL", "a@example.org")
+    stamps = {}
+    for source in ("env", "git", "placeholder"):
+        monkeypatch.setattr(posting, "SENDER_SOURCE", source)
+        stamps[source] = posting.sender_stamp()
+    assert stamps["env"] == stamps["git"] != stamps["placeholder"]
