@@ -789,13 +789,14 @@ def get_maintainer(tree, patch_text):
     key = hashlib.sha1()
     for part in [patch_text.encode(), " ".join(GET_MAINTAINER_ARGS).encode()]:
         key.update(hashlib.sha1(part).digest())
-    inputs = ["scripts/get_maintainer.pl", "MAINTAINERS", ".mailmap"]
+    inputs = [os.path.join(tree, n)
+              for n in ("scripts/get_maintainer.pl", "MAINTAINERS", ".mailmap")]
     for where in (tree, os.path.expanduser("~"), os.path.join(tree, ".scripts")):
         inputs += [os.path.join(where, n)
                    for n in (".get_maintainer.conf", ".get_maintainer.ignore")]
-    for name in inputs:
+    for path in inputs:
         try:
-            with open(os.path.join(tree, name), "rb") as f:
+            with open(path, "rb") as f:
                 key.update(hashlib.sha1(f.read()).digest())
         except OSError:
             key.update(b"-")

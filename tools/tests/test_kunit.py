@@ -223,6 +223,9 @@ def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
     assert build(fake, KCFLAGS="-O1").returncode == 0 and made.exists()
     made.unlink()
     assert build(fake, KCFLAGS="-O1").returncode == 0 and not made.exists()
+    assert build(fake).returncode == 0 and made.exists()     # KCFLAGS gone
+    made.unlink()
+    assert build(fake).returncode == 0 and not made.exists()
     assert build(fake, KERNEL_MAKE="always").returncode == 0 and made.exists()
     made.unlink()
     # New content with an old mtime (cp -p, tar, rsync -a): its ctime tells.
