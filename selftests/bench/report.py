@@ -286,10 +286,15 @@ def workspace(bench_dir, prefix):
         os.path.dirname(os.path.abspath(__file__)), "records")
     loops = read_loops(os.path.join(bench_dir, "loops.tsv"))
     out = {"loops": {}, "records": {}}
+    try:
+        with open(os.path.join(bench_dir, "loops.before")) as f:
+            before = "commit " + f.read().strip()
+    except OSError:
+        before = "the workspace before the speed work"
     lines = ["Workspace side: the loops users wait for (2 shared cores), seconds.",
              "Medians of the timed runs (a warm-up run of each side first is not",
-             "counted); before = the workspace before the speed work, after = now,",
-             "run alternately in one make bench; ratio = after / before.",
+             "counted); before = %s," % before,
+             "after = now, run alternately in one make bench; ratio = after / before.",
              "%-52s %7s %7s %6s %4s %7s  %s" % ("loop", "before", "after", "ratio",
                                                 "runs", "target", "load")]
     for loop, (what, target) in LOOP_TARGETS.items():

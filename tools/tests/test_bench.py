@@ -99,6 +99,11 @@ def test_workspace_table_reads_recorded_runs(tmp_path, monkeypatch):
     assert c["wall"] == {"before": 390, "after": 140}
     assert abs(c["ratio"] - 140 / 390) < 1e-9 and c["met"]
     assert "selftests" not in data["loops"]   # not measured: no row
+    assert "before = the workspace before the speed work" in r.stdout
+    # A make bench with BENCH_BEFORE names that commit as the before side.
+    (tmp_path / "loops.before").write_text("4ed7726 tools: the speed work\n")
+    r = run("workspace", tmp_path, tmp_path / "w")
+    assert "before = commit 4ed7726 tools: the speed work," in r.stdout
 
 
 def test_record_of_a_plain_make_takes_its_stage_lines(tmp_path):
