@@ -289,7 +289,7 @@ def kunit_lines(kj):
     suites = {n: sum(v.get(c, 0) for c in ("passed", "failed", "crashed", "skipped"))
               for n, v in k.get("suites", {}).items()}
     bad = [k.get(c, 0) for c in ("failed", "crashed", "skipped")]
-    text = "- KUnit (`make kunit`: kunit.py exec --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in the kernel the kselftests boot (lockdep, PROVE_RCU on)." % (
+    text = "- KUnit (`make kunit`: kunit.py exec --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on; lockdep, PROVE_RCU and KASAN: `make check-debug`)." % (
         sum(suites.values()), len(suites),
         ", ".join("%s %d" % nv for nv in sorted(suites.items())),
         "NOT all passed: %d failed, %d crashed, %d skipped" % tuple(bad) if any(bad)

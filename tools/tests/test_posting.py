@@ -58,7 +58,7 @@ def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
     assert "- Series gates (`make series-check`): 55 cells passed, 0 failed over 10 patches." in flat
     assert "The tip built with SECURITY_YAMA=n, SYSCTL=n, the KUnit test off, the KUnit test on, Yama.rst parsed by docutils: passed." in flat
     # KUnit: 14 cases, once, in the kernel the kselftests boot
-    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in the kernel the kselftests boot (lockdep, PROVE_RCU on)" in flat
+    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on; lockdep, PROVE_RCU and KASAN: `make check-debug`)" in flat
     # One line per boot, with what the boot changes on the command line
     # (the harness's own options, kunit.enable=0 among them, left out).
     assert "- default: 160/0/5" in text
