@@ -29,7 +29,7 @@ def test_parse_subject():
 def test_testing_section_without_results_says_not_run(tmp_path, monkeypatch):
     monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
     text = posting.testing_section("0" * 40)
-    assert text.count("not run in this workspace") == 3
+    assert text.count("not run in this workspace") == 4
 
 
 FIXTURES = os.path.join(WS, "tools", "tests", "fixtures")
@@ -37,13 +37,16 @@ FIXTURES = os.path.join(WS, "tools", "tests", "fixtures")
 # wrote them in the fresh-clone make check of main at eeeb65b (cold, 2205 s,
 # 681 passed, 0 failed).
 RECORDED = os.path.join(FIXTURES, "make-check-eeeb65b")
+# check-debug.json as tools/check-debug wrote it for the tip tree 6224e77.
+RECORDED_DEBUG = os.path.join(FIXTURES, "check-debug-6224e77", "check-debug.json")
 
 
 def recorded(tmp_path, monkeypatch, change=None):
     """The recorded results in tmp_path, changed by change(name, data)."""
     import json
-    for name in ("kunit.json", "selftests.json", "series-check.json"):
-        data = json.load(open(os.path.join(RECORDED, name)))
+    for name in ("kunit.json", "selftests.json", "series-check.json", "check-debug.json"):
+        data = json.load(open(RECORDED_DEBUG if name == "check-debug.json"
+                              else os.path.join(RECORDED, name)))
         if change:
             change(name, data)
         (tmp_path / name).write_text(json.dumps(data))
@@ -58,7 +61,7 @@ def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
     assert "- Series gates (`make series-check`): 55 cells passed, 0 failed over 10 patches." in flat
     assert "The tip built with SECURITY_YAMA=n, SYSCTL=n, the KUnit test off, the KUnit test on, Yama.rst parsed by docutils: passed." in flat
     # KUnit: 14 cases, once, in the kernel the kselftests boot
-    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on; lockdep, PROVE_RCU and KASAN: `make check-debug`)" in flat
+    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on)" in flat
     # One line per boot, with what the boot changes on the command line
     # (the harness's own options, kunit.enable=0 among them, left out).
     assert "- default: 160/0/5" in text
@@ -69,8 +72,10 @@ def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
     assert "kunit.enable" not in text
     # the differential test's own counts
     assert "seed 20101020, 22000 cases" in flat and "22000 agree, 0 disagree" in flat
+    # the debug kernel's run, on the same tip
+    assert "- Debug kernel (`make check-debug`): lockdep, PROVE_RCU, KASAN, KFENCE, DEBUG_OBJECTS, panic_on_warn=1, one boot: 14 KUnit cases and 181 kselftest, stress and bad-input cases (3 skipped), all passed. Stress: 52711 operations, 45404 decisions judged, 0 wrong." in flat
     assert max(len(l) for l in text.splitlines()) <= 72, text
-    assert "not run" not in text
+    assert "not run" not in text and "NOTE" not in text
 
 
 def test_testing_section_says_when_the_gates_checked_another_tip(tmp_path, monkeypatch):
@@ -94,6 +99,9 @@ def test_testing_section_reports_failures(tmp_path, monkeypatch):
             data["scenarios"]["landlock"]["pass"] -= 2
         elif name == "series-check.json":
             data["cells"]["tip"]["sysctl=n"]["status"] = "FAIL"
+        elif name == "check-debug.json":
+            data["problems"] = ["KASAN: slab-use-after-free in yama_ptracer_del"]
+            data["stress"]["wrong"] = 2
     recorded(tmp_path, monkeypatch, change)
     flat = " ".join(posting.testing_section("6224e7799b983ef32f135b4dbf2540e00151efa7").split())
     assert "14 cases in 3 suites" in flat
@@ -101,6 +109,20 @@ def test_testing_section_reports_failures(tmp_path, monkeypatch):
     assert "- landlock: 160/2/3" in flat
     assert "21997 agree, 3 disagree" in flat
     assert "passed; failed: SYSCTL=n." in flat
+    assert "(3 skipped), NOT all passed: 1 failures or kernel reports. Stress: 52711 operations, 45404 decisions judged, 2 wrong." in flat
+
+
+def test_testing_section_says_when_the_debug_run_tested_another_tree(tmp_path, monkeypatch):
+    def change(name, data):
+        if name == "check-debug.json":
+            data["tree_edited"] = True
+    recorded(tmp_path, monkeypatch, change)
+    tip = "6224e7799b983ef32f135b4dbf2540e00151efa7"
+    flat = " ".join(posting.testing_section(tip).split())
+    assert "- Debug kernel (`make check-debug`) (NOTE: for another state of the series):" in flat
+    recorded(tmp_path, monkeypatch)
+    flat = " ".join(posting.testing_section("0" * 40).split())
+    assert "- Debug kernel (`make check-debug`) (NOTE: for another state of the series):" in flat
 
 
 def test_testing_section_sysctl_n_objects_only(tmp_path, monkeypatch):
