@@ -15,8 +15,8 @@ REPORTS = [
     (re.compile(r"lockdep is turned off|turning off the locking correctness"
                 r"|MAX_LOCKDEP_\w+ too low"), "lockdep"),
     (re.compile(r"suspicious RCU usage|possible (circular|recursive) locking"
-                r"|inconsistent lock state|sleeping function called"),
-     "lockdep"),
+                r"|inconsistent lock state"), "lockdep"),
+    (re.compile(r"sleeping function called"), "atomic sleep"),
     (re.compile(r"general protection fault|Unable to handle kernel"),
      "fault"),
     (re.compile(r"INFO: task .* blocked|soft lockup|hard LOCKUP|RCU stall"

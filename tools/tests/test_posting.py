@@ -37,7 +37,8 @@ FIXTURES = os.path.join(WS, "tools", "tests", "fixtures")
 # wrote them in the fresh-clone make check of main at eeeb65b (cold, 2205 s,
 # 681 passed, 0 failed).
 RECORDED = os.path.join(FIXTURES, "make-check-eeeb65b")
-# check-debug.json as tools/check-debug wrote it for the tip tree 6224e77.
+# check-debug.json as tools/check-debug wrote it for the tip tree 6224e77
+# (make check-debug of 2026-12-04).
 RECORDED_DEBUG = os.path.join(FIXTURES, "check-debug-6224e77", "check-debug.json")
 
 
@@ -100,8 +101,8 @@ def test_testing_section_reports_failures(tmp_path, monkeypatch):
         elif name == "series-check.json":
             data["cells"]["tip"]["sysctl=n"]["status"] = "FAIL"
         elif name == "check-debug.json":
-            data["problems"] = ["KASAN: slab-use-after-free in yama_ptracer_del"]
-            data["stress"]["wrong"] = 2
+            data["problems"] = ["console: BUG: KASAN: slab-use-after-free in yama_ptracer_del"]
+            data["verdict"] = "fail"
     recorded(tmp_path, monkeypatch, change)
     flat = " ".join(posting.testing_section("6224e7799b983ef32f135b4dbf2540e00151efa7").split())
     assert "14 cases in 3 suites" in flat
@@ -109,7 +110,20 @@ def test_testing_section_reports_failures(tmp_path, monkeypatch):
     assert "- landlock: 160/2/3" in flat
     assert "21997 agree, 3 disagree" in flat
     assert "passed; failed: SYSCTL=n." in flat
-    assert "(3 skipped), NOT all passed: 1 failures or kernel reports. Stress: 52711 operations, 45404 decisions judged, 2 wrong." in flat
+    assert "(3 skipped), FAILED: 1 kernel report(s) or problem(s). Stress:" in flat
+
+
+def test_testing_section_reports_a_debug_run_that_failed_otherwise(tmp_path, monkeypatch):
+    """A failed SYSCTL=n build, or a run that stopped, is no pass either."""
+    tip = "6224e7799b983ef32f135b4dbf2540e00151efa7"
+    recorded(tmp_path, monkeypatch, lambda n, d: d.update(gates_rc=1, verdict="fail")
+             if n == "check-debug.json" else None)
+    flat = " ".join(posting.testing_section(tip).split())
+    assert "(3 skipped), FAILED: the SYSCTL=n build failed." in flat
+    recorded(tmp_path, monkeypatch, lambda n, d: d.update(selftests_rc=124, verdict="fail")
+             if n == "check-debug.json" else None)
+    flat = " ".join(posting.testing_section(tip).split())
+    assert "(3 skipped), FAILED: the run did not finish." in flat
 
 
 def test_testing_section_says_when_the_debug_run_tested_another_tree(tmp_path, monkeypatch):
