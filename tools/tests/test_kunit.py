@@ -212,13 +212,18 @@ def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
     assert proc.returncode == 0
     assert "bzImage is up to date" in proc.stdout
     assert not made.exists()
+    assert "config: " in proc.stdout and "is up to date" in proc.stdout
     lsm = fake / "linux/security/yama/Kconfig"
     os.utime(lsm)                      # an edit: newer than the last build
-    assert build(fake).returncode == 0 and made.exists()
+    proc = build(fake)
+    assert proc.returncode == 0 and made.exists()
+    assert "config: merge_config.sh" in proc.stdout   # a Kconfig file: merged again
     made.unlink()
     (fake / "linux/security/yama/new.c").write_text("")
     (fake / "linux/security/yama/new.c").unlink()    # the folder changed
-    assert build(fake).returncode == 0 and made.exists()
+    proc = build(fake)
+    assert proc.returncode == 0 and made.exists()
+    assert "config: merge_config.sh" not in proc.stdout   # no Kconfig file changed
     made.unlink()
     assert build(fake, KCFLAGS="-O1").returncode == 0 and made.exists()
     made.unlink()
