@@ -49,6 +49,8 @@ MERGE = textwrap.dedent(r'''
         case $1 in -O) out=$2; shift 2 ;; -*) shift ;; *) break ;; esac
     done
     cat "$@" >"$out/.config"
+    # FAKE_MERGE_RM: a file removed while the config is made.
+    [ -z "$FAKE_MERGE_RM" ] || rm -f "$FAKE_MERGE_RM"
 ''').lstrip()
 
 
@@ -212,7 +214,7 @@ def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
     assert proc.returncode == 0
     assert "bzImage is up to date" in proc.stdout
     assert not made.exists()
-    assert "config: " in proc.stdout and "is up to date" in proc.stdout
+    assert "(fragments and Kconfig unchanged)" in proc.stdout
     lsm = fake / "linux/security/yama/Kconfig"
     os.utime(lsm)                      # an edit: newer than the last build
     proc = build(fake)
@@ -245,3 +247,53 @@ def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
     assert build(fake).returncode == 0 and made.exists()
     made.unlink()
     assert build(fake).returncode == 0 and not made.exists()
+
+
+def test_kernel_is_made_again_whatever_the_order_of_its_records(fake, tmp_path):
+    """The walk starts at the older of .config and the last good build: an
+    edit after the build is seen even when .config is newer than both."""
+    made = fake / "kernel/make-args"
+    assert build(fake).returncode == 0 and made.exists()
+    made.unlink()
+    src = fake / "linux/security/yama/yama_lsm.c"
+    src.write_text("int x;\n")
+    os.utime(fake / "kernel/.config")     # .config now newer than the edit
+    assert build(fake).returncode == 0 and made.exists()
+
+
+def test_kernel_is_made_again_when_the_walk_fails(fake, tmp_path):
+    """A find that fails (an unreadable folder) counts as a change. The
+    wrapper is on PATH in every run (PATH is part of the build's key);
+    FAKE_FIND_FAIL makes the walk's find fail after listing the tree."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = bindir / "find"
+    wrapper.write_text('#!/bin/sh\n/usr/bin/find "$@"\nrc=$?\n'
+                       'case "$FAKE_FIND_FAIL: $* " in 1:*" -cnewer "*) exit 1 ;; esac\n'
+                       'exit $rc\n')
+    wrapper.chmod(0o755)
+    path = "%s:%s" % (bindir, os.environ["PATH"])
+    made = fake / "kernel/make-args"
+    assert build(fake, PATH=path).returncode == 0 and made.exists()
+    made.unlink()
+    assert build(fake, PATH=path).returncode == 0 and not made.exists()
+    proc = build(fake, PATH=path, FAKE_FIND_FAIL="1")
+    assert proc.returncode == 0 and made.exists(), proc.stdout + proc.stderr
+    made.unlink()
+    assert build(fake, PATH=path).returncode == 0 and not made.exists()
+
+
+def test_kernel_is_made_again_when_a_file_goes_during_the_config(fake):
+    """The tree is walked again after merge_config.sh, which takes seconds
+    in a real tree: a file removed meanwhile is a change."""
+    made = fake / "kernel/make-args"
+    extra = fake / "linux/security/yama/extra.c"
+    extra.write_text("")
+    assert build(fake).returncode == 0 and made.exists()
+    made.unlink()
+    # The config is made again (as when a fragment of the workspace
+    # changed), and the same .config comes out: only the walk can tell.
+    (fake / "kernel/.fragments").write_text("another stamp\n")
+    proc = build(fake, FAKE_MERGE_RM=str(extra))
+    assert "config: merge_config.sh" in proc.stdout
+    assert proc.returncode == 0 and made.exists()
