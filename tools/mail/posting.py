@@ -334,12 +334,16 @@ def debug_lines(dj, tip_tree):
     """The debug kernel's entry from build/results/check-debug.json as
     tools/check-debug writes it (kselftests, stress and bad input of the
     debug boot, KUnit at boot, the tree it tested)."""
-    if not isinstance(dj, dict) or "kunit" not in dj:
+    if not isinstance(dj, dict) or ("kunit" not in dj and "stopped" not in dj):
         return ["- Debug kernel (lockdep, PROVE_RCU, KASAN: `make check-debug`):",
                 "  not run in this workspace."]
-    k = dj["kunit"]
     stale = "" if dj.get("tip_tree") == tip_tree and not dj.get("tree_edited") \
         else " (NOTE: for another state of the series)"
+    if "kunit" not in dj:
+        return [textwrap.fill("- Debug kernel (`make check-debug`)%s: FAILED, the run stopped: %s" % (
+            stale, dj["stopped"]), width=72, subsequent_indent="  ",
+            break_on_hyphens=False)]
+    k = dj["kunit"]
     why = []
     if dj.get("failed", 0) + k.get("failed", 0) + k.get("crashed", 0):
         why.append("%d case(s) failed" % (dj.get("failed", 0) + k.get("failed", 0) +

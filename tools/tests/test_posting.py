@@ -124,6 +124,12 @@ def test_testing_section_reports_a_debug_run_that_failed_otherwise(tmp_path, mon
              if n == "check-debug.json" else None)
     flat = " ".join(posting.testing_section(tip).split())
     assert "(3 skipped), FAILED: the run did not finish." in flat
+    # The record tools/check-debug's fail_stage writes for a run that stops.
+    (tmp_path / "check-debug.json").write_text(
+        '{"verdict": "fail", "stopped": "building selftests/stress/yama_stress.c failed",'
+        ' "tip_tree": "%s", "tree_edited": false}' % tip)
+    flat = " ".join(posting.testing_section(tip).split())
+    assert "- Debug kernel (`make check-debug`): FAILED, the run stopped: building selftests/stress/yama_stress.c failed" in flat
 
 
 def test_testing_section_says_when_the_debug_run_tested_another_tree(tmp_path, monkeypatch):
