@@ -52,7 +52,8 @@ WS, BUILD, _, TREE, RESULTS, SERIES_DIR = series.workspace()
 G = os.path.abspath(os.environ.get("GATES_DIR") or os.path.join(BUILD, "gates"))
 SRC = os.path.join(G, "linux")
 OLD_SRC = os.path.join(G, "src")    # the checkout's name until 2026-12
-ODIR = os.path.join(G, "o-main")
+ODIR_MAIN = os.path.join(G, "o-main")
+ODIR = ODIR_MAIN
 # Build directories: one per config whose switch rebuilds most of the
 # kernel (SYSCTL=n touches almost every object through sysctl.h), so warm
 # runs never flip a build directory back and forth between them. yama=n
@@ -67,7 +68,7 @@ ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl"),
 
 def use_odir(cfgname):
     global ODIR
-    ODIR = ODIRS.get(cfgname, os.path.join(G, "o-main"))
+    ODIR = ODIRS.get(cfgname, ODIR_MAIN)
 JOBS = os.environ.get("JOBS", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 CCWRAP = os.path.join(HERE, "cc-wrap")
@@ -228,7 +229,8 @@ def file_sha(path):
 # options (KBUILD_WARN), sparse, gcc.
 GATES_VERSION = "3"
 TOOLS = sha(GATES_VERSION, file_sha(CCWRAP), os.environ.get("KBUILD_WARN", ""),
-            run(["gcc", "--version"])[1], run(["sparse", "--version"])[1])
+            os.environ.get("KBUILD_LINK", ""), run(["gcc", "--version"])[1],
+            run(["ld.lld", "--version"])[1], run(["sparse", "--version"])[1])
 
 
 class Cache:
@@ -371,7 +373,7 @@ def forget_deleted_headers(old, new):
     rc, out = git("diff", "--name-only", "--diff-filter=D", old, new)
     gone = [f for f in out.split() if f.endswith(".h")]
     for f in gone:
-        for od in sorted(set([os.path.join(G, "o-main")] + list(ODIRS.values()))):
+        for od in sorted(set([ODIR_MAIN] + list(ODIRS.values()))):
             if not os.path.isdir(od):
                 continue
             rc, hits = run(["grep", "-rlF", "--include=*.o.cmd", os.path.join(SRC, f), od])
@@ -551,8 +553,22 @@ def kbuild_warn():
     return flags.split()
 
 
+def link_args(odir):
+    """The linker of a build folder, for its builds and its Kconfig runs
+    alike: the test kernel's (KBUILD_LINK, tools/lib.sh), so that the main
+    config's objects are the test kernel's in ccache; GNU ld, the default,
+    for o-sysctl, which make check-debug links whole."""
+    if odir == ODIRS["sysctl=n"]:
+        return []
+    link = os.environ.get("KBUILD_LINK")
+    if not link or not link.startswith("LD="):
+        sys.exit("error: KBUILD_LINK unset (%r): run through tools/series-check, "
+                 "which sets it from tools/lib.sh" % link)
+    return link.split()
+
+
 def make(args, log=None):
-    cmd = ["make", "-C", SRC, "O=" + ODIR, "CC=" + CC] + kbuild_warn() + [
+    cmd = ["make", "-C", SRC, "O=" + ODIR, "CC=" + CC] + link_args(ODIR) + kbuild_warn() + [
            "-j" + JOBS] + args
     rc, out = run(cmd)
     if log:
@@ -580,8 +596,8 @@ def base_config(base, frag):
     progress("allnoconfig at the base")
     odir = os.path.join(G, "o-config")
     os.makedirs(odir, exist_ok=True)
-    rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC,
-                   "KCONFIG_ALLCONFIG=" + fpath, "allnoconfig"])
+    rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC] + link_args(ODIR_MAIN) +
+                  ["KCONFIG_ALLCONFIG=" + fpath, "allnoconfig"])
     if rc:
         sys.exit("error: allnoconfig failed:\n" + out[-2000:])
     with open(os.path.join(odir, ".config")) as f:
@@ -591,7 +607,8 @@ def base_config(base, frag):
             continue
         with open(os.path.join(odir, ".config"), "w") as f:
             f.write(text + "\n" + frag + extra)
-        rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC, "olddefconfig"])
+        rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC] +
+                      link_args(ODIRS.get(cfgname, ODIR_MAIN)) + ["olddefconfig"])
         if rc:
             sys.exit("error: olddefconfig (%s) failed:\n%s" % (cfgname, out[-2000:]))
         with open(os.path.join(odir, ".config")) as f:
@@ -607,7 +624,8 @@ def base_config(base, frag):
 def base_config_path(base, frag):
     d = os.path.join(G, "cfg")
     os.makedirs(d, exist_ok=True)
-    return os.path.join(d, "main2-%s.config" % sha(base["tree"], frag)[:12])
+    return os.path.join(d, "main2-%s.config" % sha(
+        base["tree"], frag, os.environ.get("KBUILD_LINK", ""))[:12])
 
 
 def base_matrix_config(base, cfgname):
@@ -641,7 +659,8 @@ def configure(base, cfgname, frag):
     cfg = os.path.join(ODIR, ".config")
     with open(cfg, "w") as f:
         f.write(text)
-    rc, out = run(["make", "-C", SRC, "O=" + ODIR, "CC=" + CC, "olddefconfig"])
+    rc, out = run(["make", "-C", SRC, "O=" + ODIR, "CC=" + CC] + link_args(ODIR) +
+                  ["olddefconfig"])
     if rc:
         return None, out
     with open(cfg) as f:

@@ -205,3 +205,17 @@ def test_a_state_that_differs_in_what_no_build_reads_shares_a_build(monkeypatch)
     got = sc.build_all(states, lambda st: made.append(st["n"]) or "r%d" % st["n"], changed)
     assert made == [4, 1]
     assert got == {4: ("r4", 4), 3: ("r4", 4), 2: ("r4", 4), 1: ("r1", 1)}
+
+
+def test_the_main_folders_link_as_the_test_kernel_and_sysctl_n_with_gnu_ld(monkeypatch):
+    # o-main (and every folder but o-sysctl) links with the test kernel's
+    # linker, so its Kconfig and objects are the test kernel's; o-sysctl
+    # keeps GNU ld, which make check-debug's whole SYSCTL=n build links with
+    monkeypatch.setenv("KBUILD_LINK", "LD=ld.lld")
+    assert sc.link_args(sc.ODIR_MAIN) == ["LD=ld.lld"]
+    assert sc.link_args(sc.ODIRS["base-whole"]) == ["LD=ld.lld"]
+    assert sc.link_args(sc.ODIRS["sysctl=n"]) == []
+    monkeypatch.delenv("KBUILD_LINK")
+    with pytest.raises(SystemExit):
+        sc.link_args(sc.ODIR_MAIN)
+
