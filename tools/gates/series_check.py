@@ -649,14 +649,47 @@ def changed_symbols(a, b):
 MAIN_FRAG = [None]
 
 
+def kconfig_inputs(commit):
+    """What olddefconfig reads of a state besides its input: the Kconfig
+    files, scripts/ (the helpers Kconfig calls) and the top Makefile (the
+    version and the variables it exports), as one hash of their blob ids."""
+    def read(path):
+        return path == "Makefile" or path.startswith("scripts/") or \
+            "Kconfig" in path.rsplit("/", 1)[-1]
+    listing = gitout("ls-tree", "-r", commit)
+    return sha("\n".join(l for l in listing.splitlines()
+                         if read(l.split("\t", 1)[1])))
+
+
 def configure(base, cfgname, frag):
     """Write .config for the checked-out state; return it. Every config is
     the main config's allnoconfig at the base plus its fragment, through
     olddefconfig: a matrix config differs from the main one only where its
-    fragment says, and symbols the series adds get their defaults."""
+    fragment says, and symbols the series adds get their defaults.
+    olddefconfig takes about 7 s (the compiler probes of Kconfig): its
+    result is kept by its input, the state's Kconfig inputs, the linker and
+    the toolchain (cfg/olddef-KEY.config), so a state whose Kconfig files
+    equal an earlier one's is not configured again, and a .config that is
+    already right is not rewritten (make then does not run syncconfig)."""
     text = base_config(base, MAIN_FRAG[0]) + "\n" + frag
     os.makedirs(ODIR, exist_ok=True)
     cfg = os.path.join(ODIR, ".config")
+    key = sha("olddefconfig", TOOLS, text, " ".join(link_args(ODIR)),
+              kconfig_inputs(CHECKED_OUT[0] or "HEAD"))
+    kept = os.path.join(G, "cfg", "olddef-%s.config" % key)
+    if os.path.exists(kept):
+        with open(kept) as f:
+            result = f.read()
+        try:
+            with open(cfg) as f:
+                same = f.read() == result
+        except OSError:
+            same = False
+        if not same:
+            with open(cfg + ".tmp", "w") as f:
+                f.write(result)
+            os.replace(cfg + ".tmp", cfg)
+        return result, ""
     with open(cfg, "w") as f:
         f.write(text)
     rc, out = run(["make", "-C", SRC, "O=" + ODIR, "CC=" + CC] + link_args(ODIR) +
@@ -664,7 +697,12 @@ def configure(base, cfgname, frag):
     if rc:
         return None, out
     with open(cfg) as f:
-        return f.read(), out
+        result = f.read()
+    os.makedirs(os.path.dirname(kept), exist_ok=True)
+    with open(kept + ".tmp", "w") as f:
+        f.write(result)
+    os.replace(kept + ".tmp", kept)
+    return result, out
 
 
 def config_value(config, sym):

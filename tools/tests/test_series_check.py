@@ -219,3 +219,56 @@ def test_the_main_folders_link_as_the_test_kernel_and_sysctl_n_with_gnu_ld(monke
     with pytest.raises(SystemExit):
         sc.link_args(sc.ODIR_MAIN)
 
+
+
+def test_olddefconfig_runs_once_per_kconfig_input(tmp_path, monkeypatch):
+    """configure() keeps olddefconfig's result by its inputs: a state whose
+    Kconfig files, scripts/ and Makefile equal an earlier one's is not
+    configured again, and a right .config is left as it is."""
+    main = tmp_path / "o-main"
+    monkeypatch.setattr(sc, "G", str(tmp_path))
+    monkeypatch.setattr(sc, "ODIR", str(main))
+    monkeypatch.setattr(sc, "ODIR_MAIN", str(main))
+    monkeypatch.setattr(sc, "ODIRS", {"sysctl=n": str(tmp_path / "o-sysctl")})
+    monkeypatch.setenv("KBUILD_LINK", "LD=ld.lld")
+    monkeypatch.setattr(sc, "base_config", lambda base, frag: "CONFIG_A=y")
+    monkeypatch.setattr(sc, "CHECKED_OUT", ["c1"])
+    listing = {"yama": "1", "kconfig": "1", "script": "1"}
+    monkeypatch.setattr(sc, "gitout", lambda *a: (
+        "100644 blob %s\tsecurity/yama/yama_lsm.c\n"
+        "100644 blob %s\tsecurity/yama/Kconfig\n"
+        "100644 blob %s\tscripts/cc-version.sh\n"
+        "100644 blob 0\tMakefile" % (listing["yama"], listing["kconfig"], listing["script"])))
+    calls = []
+
+    def fake_run(cmd, **kw):
+        assert cmd[-1] == "olddefconfig"
+        odir = [a for a in cmd if a.startswith("O=")][0][2:]
+        calls.append(odir)
+        with open(os.path.join(odir, ".config"), "a") as f:
+            f.write("\nCONFIG_B=y # %d\n" % len(calls))
+        return 0, "olddefconfig ran"
+    monkeypatch.setattr(sc, "run", fake_run)
+
+    first, out = sc.configure({}, "main", "CONFIG_X=y")
+    assert len(calls) == 1 and "CONFIG_B=y # 1" in first
+    cfg = main / ".config"
+    os.utime(cfg, (1, 1))
+    again, out = sc.configure({}, "main", "CONFIG_X=y")
+    assert len(calls) == 1 and again == first and out == ""
+    assert cfg.stat().st_mtime == 1, "a .config that is right was rewritten"
+    cfg.write_text("something else")
+    assert sc.configure({}, "main", "CONFIG_X=y")[0] == first == cfg.read_text()
+    assert len(calls) == 1
+    listing["yama"] = "2"       # a C file: Kconfig does not read it
+    sc.configure({}, "main", "CONFIG_X=y")
+    assert len(calls) == 1
+    for what in ("kconfig", "script"):
+        listing[what] = "2"
+        sc.configure({}, "main", "CONFIG_X=y")
+    assert len(calls) == 3
+    sc.configure({}, "main", "CONFIG_Y=y")      # another fragment
+    assert len(calls) == 4
+    monkeypatch.setattr(sc, "ODIR", str(tmp_path / "o-sysctl"))   # GNU ld
+    sc.configure({}, "sysctl=n", "CONFIG_Y=y")
+    assert len(calls) == 5
