@@ -22,7 +22,9 @@ Layout under $GATES_DIR (default $BUILD/gates):
                 the same fragments, W=1, ARCH=x86_64), and linux/ is to o-main/
                 what build/linux is to build/kernel (../linux), so ccache
                 (CCACHE_BASEDIR) gives the test kernel what the tip compiled
-  cfg/          allnoconfig results at the base, one per config of the matrix
+  cfg/          allnoconfig results at the base, one per config of the matrix;
+                olddef-KEY.config: olddefconfig's result by its inputs
+                (configure())
   cache/        one JSON per gate run, named by a hash of everything the gate
                 reads (patch bytes, tree ids, config fragment, tool versions):
                 an unchanged input is never checked twice

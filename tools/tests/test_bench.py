@@ -124,7 +124,16 @@ def test_record_of_a_plain_make_takes_its_stage_lines(tmp_path):
     rows = [l.split("\t") for l in (rec / "check-make-cold.tsv").read_text().splitlines()]
     assert rows == [["tree", "pass", "10", "0", "32"], ["series-check", "pass", "55", "0", "900"],
                     ["kunit", "pass", "14", "0", "80"], ["posting", "fail", "0", "1", "20"]]
-    assert "wall=1100" in (rec / "check-make-cold.meta").read_text().splitlines()
+    meta = (rec / "check-make-cold.meta").read_text().splitlines()
+    assert "wall=1100" in meta
+    assert "result=failed: posting" in meta
+    log.write_text("== tree: pass (10 passed, 0 failed) in 32s\n"
+                   "== kunit: pass (14 passed, 0 failed) in 80s\n")
+    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
+                        "--from", str(log)], env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "result=every stage passed (2 stages)" in \
+        (rec / "check-make-cold.meta").read_text().splitlines()
     log.write_text("nothing of make here\n")
     p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
                         "--from", str(log)], env=env, capture_output=True, text=True)
