@@ -226,13 +226,25 @@ def file_sha(path):
         return sha(f.read())
 
 
+def tool_version(*cmd):
+    """The first line of a tool's --version (the toolchain is part of every
+    cache key); a missing tool stops the gates with the package to install."""
+    try:
+        return subprocess.run(list(cmd) + ["--version"], capture_output=True,
+                              text=True).stdout.split("\n", 1)[0]
+    except OSError:
+        sys.exit("error: %s not found (make deps installs it)" % cmd[0])
+
+
 # Everything that changes what a gate records: GATES_VERSION (bump it when
 # a change of this script changes the cached results), cc-wrap, the W=
-# options (KBUILD_WARN), sparse, gcc.
+# options (KBUILD_WARN), the linker (KBUILD_LINK), and the versions of the
+# tools the builds and Kconfig run: gcc, binutils (as; GNU ld links
+# o-sysctl), ld.lld, pahole, sparse.
 GATES_VERSION = "3"
 TOOLS = sha(GATES_VERSION, file_sha(CCWRAP), os.environ.get("KBUILD_WARN", ""),
-            os.environ.get("KBUILD_LINK", ""), run(["gcc", "--version"])[1],
-            run(["ld.lld", "--version"])[1], run(["sparse", "--version"])[1])
+            os.environ.get("KBUILD_LINK", ""),
+            *(tool_version(t) for t in ("gcc", "as", "ld.bfd", "ld.lld", "pahole", "sparse")))
 
 
 class Cache:
@@ -652,15 +664,23 @@ MAIN_FRAG = [None]
 
 
 def kconfig_inputs(commit):
-    """What olddefconfig reads of a state besides its input: the Kconfig
-    files, scripts/ (the helpers Kconfig calls) and the top Makefile (the
-    version and the variables it exports), as one hash of their blob ids."""
+    """What olddefconfig reads of a state besides its input and the tools
+    (TOOLS): the Kconfig files, scripts/ (the helpers Kconfig calls), the
+    top Makefile and the arch Makefiles it includes (the version and the
+    variables they export), as one hash of their blob ids. Kept per
+    commit."""
     def read(path):
         return path == "Makefile" or path.startswith("scripts/") or \
+            re.match(r"arch/[^/]+/Makefile$", path) or \
             "Kconfig" in path.rsplit("/", 1)[-1]
-    listing = gitout("ls-tree", "-r", commit)
-    return sha("\n".join(l for l in listing.splitlines()
-                         if read(l.split("\t", 1)[1])))
+    if commit not in KCONFIG_INPUTS:
+        listing = gitout("ls-tree", "-r", commit)
+        KCONFIG_INPUTS[commit] = sha("\n".join(
+            l for l in listing.splitlines() if read(l.split("\t", 1)[1])))
+    return KCONFIG_INPUTS[commit]
+
+
+KCONFIG_INPUTS = {}
 
 
 def configure(base, cfgname, frag):
@@ -1270,6 +1290,7 @@ def main():
                    "patches": names, "rows": rows, "patch_gates": PATCH_GATES,
                    "tip_gates": TIP_GATES, "cells": cells, "passed": passed,
                    "sysctl_n": "whole" if SYSCTL_N_WHOLE else "objects",
+                   "linker": (link_args(ODIR_MAIN) or ["LD=ld"])[0][3:],
                    "failed": failed, "elapsed": int(time.time() - T0),
                    "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                   f, indent=1)

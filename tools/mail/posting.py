@@ -377,9 +377,12 @@ def testing_section(tip_tree):
         out.append(textwrap.fill("- Series gates (`make series-check`)%s: %s cells passed, %s failed over %d patches." % (
             stale, sc.get("passed"), sc.get("failed"), len(sc.get("patches", []))),
             width=72, subsequent_indent="  "))
-        out.append("  Each patch applied on the ones before it: checkpatch.pl --strict")
-        out.append("  --codespell, an x86_64 W=1 build with no warning the base did not")
-        out.append("  have, sparse (C=2) on the files it touches, kernel-doc.")
+        linker = {"ld.lld": " (gcc, ld.lld)"}.get(sc.get("linker"), "")
+        out.append(textwrap.fill(
+            "Each patch applied on the ones before it: checkpatch.pl --strict "
+            "--codespell, an x86_64 W=1 build%s with no warning the base did not "
+            "have, sparse (C=2) on the files it touches, kernel-doc." % linker,
+            width=72, initial_indent="  ", subsequent_indent="  "))
         tip = (sc.get("cells") or {}).get("tip", {})
         names = {"yama=n": "SECURITY_YAMA=n",
                  "sysctl=n": "SYSCTL=n" if sc.get("sysctl_n") != "objects"

@@ -134,6 +134,16 @@ def test_record_of_a_plain_make_takes_its_stage_lines(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "result=every stage passed (2 stages)" in \
         (rec / "check-make-cold.meta").read_text().splitlines()
+    # a stage that died before its closing line: make's own error line
+    log.write_text("== tree: pass (10 passed, 0 failed) in 32s\n"
+                   "== series-check: skip (0 passed, 0 failed) in 1s: no patch\n"
+                   "== kunit: KUnit suites of security/yama under qemu-system-x86_64\n"
+                   "make: *** [Makefile:25: all] Error 1\n")
+    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
+                        "--from", str(log)], env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "result=make stopped with an error; 1 of 2 stages passed; skipped:" \
+        " series-check" in (rec / "check-make-cold.meta").read_text().splitlines()
     log.write_text("nothing of make here\n")
     p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
                         "--from", str(log)], env=env, capture_output=True, text=True)

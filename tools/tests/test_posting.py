@@ -153,6 +153,20 @@ def test_testing_section_sysctl_n_objects_only(tmp_path, monkeypatch):
     assert "SYSCTL=n (the series' objects only)" in flat
 
 
+def test_testing_section_names_the_gates_linker(tmp_path, monkeypatch):
+    """series-check.json says which linker its builds used; the recorded
+    one (before the field) says nothing, and so does the section."""
+    recorded(tmp_path, monkeypatch)
+    flat = " ".join(posting.testing_section("t").split())
+    assert "an x86_64 W=1 build with no warning the base did not have" in flat
+    recorded(tmp_path, monkeypatch, lambda n, d: d.update(linker="ld.lld")
+             if n == "series-check.json" else None)
+    text = posting.testing_section("t")
+    assert "an x86_64 W=1 build (gcc, ld.lld) with no warning the base did not have" \
+        in " ".join(text.split())
+    assert max(len(l) for l in text.splitlines()) <= 72, text
+
+
 def write_cover(d, body):
     (d / "changes").mkdir(parents=True, exist_ok=True)
     (d / "cover.txt").write_text(body)

@@ -233,12 +233,15 @@ def test_olddefconfig_runs_once_per_kconfig_input(tmp_path, monkeypatch):
     monkeypatch.setenv("KBUILD_LINK", "LD=ld.lld")
     monkeypatch.setattr(sc, "base_config", lambda base, frag: "CONFIG_A=y")
     monkeypatch.setattr(sc, "CHECKED_OUT", ["c1"])
-    listing = {"yama": "1", "kconfig": "1", "script": "1"}
+    monkeypatch.setattr(sc, "KCONFIG_INPUTS", {})
+    listing = {"yama": "1", "kconfig": "1", "script": "1", "arch": "1"}
     monkeypatch.setattr(sc, "gitout", lambda *a: (
         "100644 blob %s\tsecurity/yama/yama_lsm.c\n"
         "100644 blob %s\tsecurity/yama/Kconfig\n"
         "100644 blob %s\tscripts/cc-version.sh\n"
-        "100644 blob 0\tMakefile" % (listing["yama"], listing["kconfig"], listing["script"])))
+        "100644 blob %s\tarch/x86/Makefile\n"
+        "100644 blob 0\tMakefile" % (listing["yama"], listing["kconfig"], listing["script"],
+                                      listing["arch"])))
     calls = []
 
     def fake_run(cmd, **kw):
@@ -261,14 +264,16 @@ def test_olddefconfig_runs_once_per_kconfig_input(tmp_path, monkeypatch):
     assert sc.configure({}, "main", "CONFIG_X=y")[0] == first == cfg.read_text()
     assert len(calls) == 1
     listing["yama"] = "2"       # a C file: Kconfig does not read it
+    sc.CHECKED_OUT[0] = "c2"
     sc.configure({}, "main", "CONFIG_X=y")
     assert len(calls) == 1
-    for what in ("kconfig", "script"):
+    for what in ("kconfig", "script", "arch"):
         listing[what] = "2"
+        sc.CHECKED_OUT[0] = "c3-" + what
         sc.configure({}, "main", "CONFIG_X=y")
-    assert len(calls) == 3
-    sc.configure({}, "main", "CONFIG_Y=y")      # another fragment
     assert len(calls) == 4
+    sc.configure({}, "main", "CONFIG_Y=y")      # another fragment
+    assert len(calls) == 5
     monkeypatch.setattr(sc, "ODIR", str(tmp_path / "o-sysctl"))   # GNU ld
     sc.configure({}, "sysctl=n", "CONFIG_Y=y")
-    assert len(calls) == 5
+    assert len(calls) == 6
