@@ -54,10 +54,10 @@ export KBUILD_WARN="W=1 cmd_checkdoc="
 # ld.lld links vmlinux in a third of GNU ld's time, and an edit's rebuild
 # links four times (vmlinux.o, then three kallsyms passes): make's own
 # lines say about 4 s of GNU ld against 1.2 s; make bench measured 1-2 s
-# less per make kunit and make selftests after an edit (README). Every make and Kconfig
-# run of those build folders passes it (Kconfig records the linker in
-# .config: a run without it would configure for GNU ld again). GNU ld still
-# links the tip whole in make check-debug (the gates' SYSCTL=n build).
+# less per make kunit and make selftests after an edit (README). Every
+# make and Kconfig run of those build folders passes it (Kconfig records
+# the linker in .config: a run without it would configure for GNU ld
+# again). GNU ld still links the SYSCTL=n tip whole in make check-debug.
 export KBUILD_LINK="LD=ld.lld"
 
 # A fixed identity for commits the workspace makes in the tree (the base, and

@@ -697,7 +697,7 @@ def configure(base, cfgname, frag):
     os.makedirs(ODIR, exist_ok=True)
     cfg = os.path.join(ODIR, ".config")
     key = sha("olddefconfig", TOOLS, text, " ".join(link_args(ODIR)),
-              kconfig_inputs(CHECKED_OUT[0] or "HEAD"))
+              kconfig_inputs(CHECKED_OUT[0] or gitout("rev-parse", "HEAD")))
     kept = os.path.join(G, "cfg", "olddef-%s.config" % key)
     if os.path.exists(kept):
         with open(kept) as f:
