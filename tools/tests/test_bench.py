@@ -5,35 +5,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 WS = os.environ["WS"]  # conftest.py
 REPORT = os.path.join(WS, "selftests", "bench", "report.py")
-
-
-def channel(tmp_path, prof_off_hits=100, end=True):
-    lines = ["I kernel 6.12.118+", "I N stat=10 hardlink=10 ptrace=10 prof=100 rounds=2",
-             "I filter try_to_unlazy path_lookupat try_to_unlazy_next"]
-    for b in ("symlink", "symlink-dirowner", "midlink", "hardlink"):
-        for rnd in (1, 2):
-            for v in ("yama", "off", "vfs"):
-                lines.append(f"R {rnd} {b} {v} {100 + rnd}.0")
-    for d in (1, 16):
-        for rnd in (1, 2):
-            for v in ("scope1", "scope0"):
-                lines.append(f"R {rnd} ptrace-depth{d} {v} 50.0")
-    for b in ("symlink", "symlink-dirowner", "midlink"):
-        lines.append(f"P 1 {b} yama try_to_unlazy 100")
-        lines.append(f"P 1 {b} off try_to_unlazy {prof_off_hits}")
-        lines.append(f"P 1 {b} yama path_lookupat 100")
-        lines.append(f"P 1 {b} off path_lookupat 100")
-        lines.append(f"P 1 {b} yama some_other_function 7")
-        lines.append(f"P 1 {b} off some_other_function 9")
-    if end:
-        lines.append("END")
-    p = tmp_path / "results.txt"
-    p.write_text("\r\n".join(lines) + "\r\n")
-    m = tmp_path / "machine.json"
-    m.write_text(json.dumps({"cpu": "test", "cores": 2, "accel": "tcg"}))
-    return p, m
 
 
 def run(*args):
@@ -41,9 +16,27 @@ def run(*args):
                           capture_output=True, text=True)
 
 
+def report_kernel(tmp_path, prof_off_hits=100, end=True):
+    """report.py kernel on a made-up result channel of a complete bench boot."""
+    lines = ["I kernel 6.12.118+", "I N stat=10 hardlink=10 ptrace=10 prof=100 rounds=2",
+             "I filter try_to_unlazy path_lookupat try_to_unlazy_next"]
+    lines += [f"R {rnd} {b} {v} {100 + rnd}.0"
+              for b in ("symlink", "symlink-dirowner", "midlink", "hardlink")
+              for rnd in (1, 2) for v in ("yama", "off", "vfs")]
+    lines += [f"R {rnd} ptrace-depth{d} {v} 50.0"
+              for d in (1, 16) for rnd in (1, 2) for v in ("scope1", "scope0")]
+    for b in ("symlink", "symlink-dirowner", "midlink"):
+        for fn, on, off in (("try_to_unlazy", 100, prof_off_hits), ("path_lookupat", 100, 100),
+                            ("some_other_function", 7, 9)):
+            lines += [f"P 1 {b} yama {fn} {on}", f"P 1 {b} off {fn} {off}"]
+    (tmp_path / "results.txt").write_text("\r\n".join(lines + ["END"] * end) + "\r\n")
+    (tmp_path / "machine.json").write_text(
+        json.dumps({"cpu": "test", "cores": 2, "accel": "tcg"}))
+    return run("kernel", tmp_path / "results.txt", tmp_path / "k", tmp_path / "machine.json")
+
+
 def test_complete_run_has_no_problem(tmp_path):
-    p, m = channel(tmp_path)
-    r = run("kernel", p, tmp_path / "k", m)
+    r = report_kernel(tmp_path)
     assert r.returncode == 0, r.stdout
     data = json.loads((tmp_path / "k.json").read_text())
     assert [row["bench"] for row in data["stat"]] == [
@@ -56,18 +49,13 @@ def test_complete_run_has_no_problem(tmp_path):
     assert "PROBLEM" not in r.stdout
 
 
-def test_unequal_fallback_counts_are_a_problem(tmp_path):
-    p, m = channel(tmp_path, prof_off_hits=99)
-    r = run("kernel", p, tmp_path / "k", m)
-    assert r.returncode == 1
-    assert "try_to_unlazy hit [100] times with Yama on, [99] with Yama off" in r.stdout
-
-
-def test_boot_without_end_is_a_problem(tmp_path):
-    p, m = channel(tmp_path, end=False)
-    r = run("kernel", p, tmp_path / "k", m)
-    assert r.returncode == 1
-    assert "did not reach END" in r.stdout
+@pytest.mark.parametrize("damage,says", [
+    ({"prof_off_hits": 99},
+     "try_to_unlazy hit [100] times with Yama on, [99] with Yama off"),
+    ({"end": False}, "did not reach END")], ids=["unequal-fallbacks", "no-end"])
+def test_a_damaged_channel_is_a_problem(tmp_path, damage, says):
+    r = report_kernel(tmp_path, **damage)
+    assert r.returncode == 1 and says in r.stdout, r.stdout
 
 
 def test_workspace_table_reads_recorded_runs(tmp_path, monkeypatch):
@@ -109,42 +97,36 @@ def test_workspace_table_reads_recorded_runs(tmp_path, monkeypatch):
 def test_record_of_a_plain_make_takes_its_stage_lines(tmp_path):
     """tools/bench --record-check make-cold --from LOG: a make (no summary
     table) is recorded from each stage's closing line, WALL its seconds."""
-    log = tmp_path / "make.log"
-    log.write_text("== tree: base linux-source-6.12 + series/ -> build/linux\n"
-                   "== tree: pass (10 passed, 0 failed) in 32s\n"
-                   "== series-check: pass (55 passed, 0 failed) in 900s\n"
-                   "== kunit: pass (14 passed, 0 failed) in 80s: the test kernel's config\n"
-                   "== posting: fail (0 passed, 1 failed) in 20s: see the error above\n")
     rec = tmp_path / "records"
-    env = dict(os.environ, BENCH_RECORDS=str(rec), HOW="a test", WALL="1100",
-               LOAD="1.0")
-    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
-                        "--from", str(log)], env=env, capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
+
+    def record(*lines):
+        (tmp_path / "make.log").write_text("".join(l + "\n" for l in lines))
+        return subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check",
+                               "make-cold", "--from", str(tmp_path / "make.log")],
+                              env=dict(os.environ, BENCH_RECORDS=str(rec), HOW="a test",
+                                       WALL="1100", LOAD="1.0"), capture_output=True, text=True)
+
+    def meta(p):
+        assert p.returncode == 0, p.stdout + p.stderr
+        return (rec / "check-make-cold.meta").read_text().splitlines()
+
+    m = meta(record("== tree: base linux-source-6.12 + series/ -> build/linux",
+                    "== tree: pass (10 passed, 0 failed) in 32s",
+                    "== series-check: pass (55 passed, 0 failed) in 900s",
+                    "== kunit: pass (14 passed, 0 failed) in 80s: the test kernel's config",
+                    "== posting: fail (0 passed, 1 failed) in 20s: see the error above"))
     rows = [l.split("\t") for l in (rec / "check-make-cold.tsv").read_text().splitlines()]
     assert rows == [["tree", "pass", "10", "0", "32"], ["series-check", "pass", "55", "0", "900"],
                     ["kunit", "pass", "14", "0", "80"], ["posting", "fail", "0", "1", "20"]]
-    meta = (rec / "check-make-cold.meta").read_text().splitlines()
-    assert "wall=1100" in meta
-    assert "result=failed: posting" in meta
-    log.write_text("== tree: pass (10 passed, 0 failed) in 32s\n"
-                   "== kunit: pass (14 passed, 0 failed) in 80s\n")
-    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
-                        "--from", str(log)], env=env, capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "result=every stage passed (2 stages)" in \
-        (rec / "check-make-cold.meta").read_text().splitlines()
+    assert "wall=1100" in m and "result=failed: posting" in m
+    m = meta(record("== tree: pass (10 passed, 0 failed) in 32s",
+                    "== kunit: pass (14 passed, 0 failed) in 80s"))
+    assert "result=every stage passed (2 stages)" in m
     # a stage that died before its closing line: make's own error line
-    log.write_text("== tree: pass (10 passed, 0 failed) in 32s\n"
-                   "== series-check: skip (0 passed, 0 failed) in 1s: no patch\n"
-                   "== kunit: KUnit suites of security/yama under qemu-system-x86_64\n"
-                   "make: *** [Makefile:25: all] Error 1\n")
-    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
-                        "--from", str(log)], env=env, capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "result=make stopped with an error; 1 of 2 stages passed; skipped:" \
-        " series-check" in (rec / "check-make-cold.meta").read_text().splitlines()
-    log.write_text("nothing of make here\n")
-    p = subprocess.run([os.path.join(WS, "tools", "bench"), "--record-check", "make-cold",
-                        "--from", str(log)], env=env, capture_output=True, text=True)
+    m = meta(record("== tree: pass (10 passed, 0 failed) in 32s",
+                    "== series-check: skip (0 passed, 0 failed) in 1s: no patch",
+                    "== kunit: KUnit suites of security/yama under qemu-system-x86_64",
+                    "make: *** [Makefile:25: all] Error 1"))
+    assert "result=make stopped with an error; 1 of 2 stages passed; skipped: series-check" in m
+    p = record("nothing of make here")
     assert p.returncode != 0 and "no summary table" in p.stderr

@@ -4,6 +4,7 @@ The fake stands in for tools/testing/kunit/kunit.py of a kernel tree: it
 writes a console log and a --json file the way kunit.py does, with results
 chosen by FAKE_KUNIT. No kernel is built or booted.
 """
+import collections
 import json
 import os
 import pathlib
@@ -55,7 +56,8 @@ MERGE = textwrap.dedent(r'''
 
 
 # What tools/test-kernel builds with: make bzImage, out of tree. The fake
-# records its command line; FAKE_BUILD=fail makes it fail.
+# records its command line; FAKE_BUILD=fail makes it fail, FAKE_EDIT touches
+# a file while it runs.
 MAKEFILE = (
     "bzImage:\n"
     "\t@test \"$$FAKE_BUILD\" != fail || { echo 'fake.c:1: error: broken'; exit 1; }\n"
@@ -66,44 +68,36 @@ MAKEFILE = (
 
 @pytest.fixture
 def fake(tmp_path):
+    """A tree with what tools/kunit and tools/test-kernel need of it: kunit.py
+    (FAKE), Yama's KUnit option, a git tree, the selftests' config,
+    merge_config.sh (here: the fragments, joined) and a Makefile (MAKEFILE)."""
     tree = tmp_path / "linux"
-    (tree / "tools/testing/kunit").mkdir(parents=True)
-    (tree / "tools/testing/kunit/kunit.py").write_text(FAKE)
-    (tree / "security/yama").mkdir(parents=True)
-    (tree / "security/yama/Kconfig").write_text(
-        "config SECURITY_YAMA_KUNIT_TEST\n\ttristate\n")
-    # What tools/test-kernel needs of a tree: a git tree, the selftests'
-    # config, merge_config.sh (here: the fragments, joined) and a Makefile
-    # with bzImage (MAKEFILE).
+    for path, text in (("tools/testing/kunit/kunit.py", FAKE),
+                       ("security/yama/Kconfig", "config SECURITY_YAMA_KUNIT_TEST\n\ttristate\n"),
+                       ("tools/testing/selftests/yama/config", "CONFIG_FAKE_SELFTESTS=y\n"),
+                       ("scripts/kconfig/merge_config.sh", MERGE), ("Makefile", MAKEFILE)):
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    (tree / "scripts/kconfig/merge_config.sh").chmod(0o755)
     (tree / ".git").mkdir()
-    (tree / "tools/testing/selftests/yama").mkdir(parents=True)
-    (tree / "tools/testing/selftests/yama/config").write_text(
-        "CONFIG_FAKE_SELFTESTS=y\n")
-    (tree / "scripts/kconfig").mkdir(parents=True)
-    merge = tree / "scripts/kconfig/merge_config.sh"
-    merge.write_text(MERGE)
-    merge.chmod(0o755)
-    (tree / "Makefile").write_text(MAKEFILE)
     return tmp_path
 
 
 def run(top, mode, **extra):
-    env = dict(os.environ, BUILD=str(top), TREE=str(top / "linux"),
-               FAKE_KUNIT=mode, **extra)
-    return subprocess.run([str(WS / "tools/kunit")], env=env, text=True,
-                          capture_output=True)
+    """tools/kunit on the fake tree, kunit.py's results chosen by mode."""
+    env = dict(os.environ, BUILD=str(top), TREE=str(top / "linux"), FAKE_KUNIT=mode, **extra)
+    return subprocess.run([str(WS / "tools/kunit")], env=env, text=True, capture_output=True)
 
 
 def results(top):
-    return json.loads((top / "results/kunit.json").read_text())
+    return json.loads((top / "results/kunit.json").read_text())["default"]
 
 
 def test_pass(fake):
     proc = run(fake, "pass")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "== kunit: pass (2 passed, 0 failed)" in proc.stdout
-    assert results(fake)["default"]["passed"] == 2
-    assert results(fake)["default"]["bad_cases"] == []
+    assert (results(fake)["passed"], results(fake)["bad_cases"]) == (2, [])
     assert "yama_fake" in proc.stdout
     assert (fake / "kunit/default/ktap.log").read_text().startswith("KTAP")
     args = (fake / "kernel/args").read_text().split("\n")
@@ -140,51 +134,36 @@ def test_failed_build_fails_before_any_boot(fake):
     assert not (fake / "results/kunit.json").exists()
 
 
-@pytest.mark.parametrize("mode,key", [("fail", "failed"), ("crash", "crashed")])
-def test_bad_case_is_named(fake, mode, key):
+@pytest.mark.parametrize("mode,says,recorded", [
+    # bad_cases: what make mutations matches its "Must fail:" globs against
+    ("fail", "failed: yama_fake.second", {"failed": 1, "bad_cases": ["yama_fake.second"]}),
+    ("crash", "crashed: yama_fake.second", {"crashed": 1, "bad_cases": ["yama_fake.second"]}),
+    ("skip", "no case passed (2 skipped)", {"passed": 0, "skipped": 2}),  # skipped: not passed
+    ("error", "kunit.py exit 1", {"kunit_rc": 1}),
+    ("splat", "sleeping function called", {"splats": 1}),
+])
+def test_a_bad_run_fails_and_says_why(fake, mode, says, recorded):
     proc = run(fake, mode)
     assert proc.returncode == 1
-    assert "%s: yama_fake.second" % key in proc.stdout
-    assert results(fake)["default"][key] == 1
-    # what make mutations matches its "Must fail:" globs against
-    assert results(fake)["default"]["bad_cases"] == ["yama_fake.second"]
-
-
-def test_skipped_is_not_passed(fake):
-    proc = run(fake, "skip")
-    assert proc.returncode == 1
-    r = results(fake)["default"]
-    assert (r["passed"], r["skipped"]) == (0, 2)
-
-
-def test_kunit_error_fails(fake):
-    proc = run(fake, "error")
-    assert proc.returncode == 1
-    assert "kunit.py exit 1" in proc.stdout
-
-
-def test_splat_fails(fake):
-    proc = run(fake, "splat")
-    assert proc.returncode == 1
-    assert "sleeping function called" in proc.stdout
+    assert says in proc.stdout
+    r = results(fake)
+    assert {k: r[k] for k in recorded} == recorded
 
 
 def test_console_of_an_earlier_run_is_not_read(fake):
     # kunit.py writes test.log into the build folder; one left there by an
     # earlier run must not stand for this run's console.
     assert run(fake, "pass").returncode == 0
-    proc = run(fake, "error")
-    assert proc.returncode == 1
+    assert run(fake, "error").returncode == 1
     assert not (fake / "kunit/default/test.log").exists()
 
 
-def test_base_config_is_yama(fake):
-    text = (WS / "kunit/yama.kunitconfig").read_text()
-    for opt in ("CONFIG_KUNIT=y", "CONFIG_SECURITY_YAMA=y",
-                "CONFIG_SECURITY_YAMA_SYMLINKS=y",
-                "CONFIG_SECURITY_YAMA_HARDLINKS=y",
-                "CONFIG_SECURITY_YAMA_KUNIT_TEST=y", "CONFIG_AUDIT=y"):
-        assert opt in text.split("\n")
+def test_base_config_is_yama():
+    lines = (WS / "kunit/yama.kunitconfig").read_text().split("\n")
+    for opt in ("CONFIG_KUNIT=y", "CONFIG_SECURITY_YAMA=y", "CONFIG_SECURITY_YAMA_SYMLINKS=y",
+                "CONFIG_SECURITY_YAMA_HARDLINKS=y", "CONFIG_SECURITY_YAMA_KUNIT_TEST=y",
+                "CONFIG_AUDIT=y"):
+        assert opt in lines
 
 
 def test_tree_without_kunit_tests_fails(fake):
@@ -195,105 +174,89 @@ def test_tree_without_kunit_tests_fails(fake):
     assert not (fake / "kernel/args").exists()
 
 
+Build = collections.namedtuple("Build", "made out")
+
+
 def build(top, **extra):
     """tools/test-kernel of the fake tree (what make kunit and make
-    selftests run first)."""
+    selftests run first): whether it ran make (the fake Makefile's mark,
+    removed for the next build), and its stdout."""
     env = dict(os.environ, BUILD=str(top), TREE=str(top / "linux"), **extra)
-    return subprocess.run([str(WS / "tools/test-kernel"), str(top / "linux")],
+    proc = subprocess.run([str(WS / "tools/test-kernel"), str(top / "linux")],
                           env=env, text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    mark = top / "kernel/make-args"
+    made = mark.exists()
+    mark.unlink(missing_ok=True)
+    return Build(made, proc.stdout)
 
 
 def test_kernel_of_an_unchanged_tree_is_not_made_again(fake):
     """tools/test-kernel skips make when nothing of the tree, the command
     or the config changed since the last good build; any newer file of
     the tree, a removed one, or KERNEL_MAKE=always runs make again."""
-    made = fake / "kernel/make-args"
-    assert build(fake).returncode == 0 and made.exists()
-    made.unlink()
-    proc = build(fake)
-    assert proc.returncode == 0
-    assert "bzImage is up to date" in proc.stdout
-    assert not made.exists()
-    assert "(fragments and Kconfig unchanged)" in proc.stdout
+    assert build(fake).made
+    b = build(fake)
+    assert not b.made and "bzImage is up to date" in b.out
+    assert "(fragments and Kconfig unchanged)" in b.out
     lsm = fake / "linux/security/yama/Kconfig"
     os.utime(lsm)                      # an edit: newer than the last build
-    proc = build(fake)
-    assert proc.returncode == 0 and made.exists()
-    assert "config: merge_config.sh" in proc.stdout   # a Kconfig file: merged again
-    made.unlink()
+    b = build(fake)
+    assert b.made and "config: merge_config.sh" in b.out   # a Kconfig file: merged again
     (fake / "linux/security/yama/new.c").write_text("")
     (fake / "linux/security/yama/new.c").unlink()    # the folder changed
-    proc = build(fake)
-    assert proc.returncode == 0 and made.exists()
-    assert "config: merge_config.sh" not in proc.stdout   # no Kconfig file changed
-    made.unlink()
-    assert build(fake, KCFLAGS="-O1").returncode == 0 and made.exists()
-    made.unlink()
-    assert build(fake, KCFLAGS="-O1").returncode == 0 and not made.exists()
-    assert build(fake).returncode == 0 and made.exists()     # KCFLAGS gone
-    made.unlink()
-    assert build(fake).returncode == 0 and not made.exists()
-    assert build(fake, KERNEL_MAKE="always").returncode == 0 and made.exists()
-    made.unlink()
+    b = build(fake)
+    assert b.made and "config: merge_config.sh" not in b.out   # no Kconfig file changed
+    assert build(fake, KCFLAGS="-O1").made
+    assert not build(fake, KCFLAGS="-O1").made
+    assert build(fake).made                          # KCFLAGS gone
+    assert not build(fake).made
+    assert build(fake, KERNEL_MAKE="always").made
     # New content with an old mtime (cp -p, tar, rsync -a): its ctime tells.
     lsm.write_text(lsm.read_text() + "\n")
     os.utime(lsm, ns=(0, 0))
-    assert build(fake).returncode == 0 and made.exists()
-    made.unlink()
+    assert build(fake).made
     # A file edited while make runs: the next run makes the kernel again.
     os.utime(lsm)
-    assert build(fake, FAKE_EDIT=str(lsm)).returncode == 0 and made.exists()
-    made.unlink()
-    assert build(fake).returncode == 0 and made.exists()
-    made.unlink()
-    assert build(fake).returncode == 0 and not made.exists()
+    assert build(fake, FAKE_EDIT=str(lsm)).made
+    assert build(fake).made
+    assert not build(fake).made
 
 
-def test_kernel_is_made_again_whatever_the_order_of_its_records(fake, tmp_path):
+def test_kernel_is_made_again_whatever_the_order_of_its_records(fake):
     """The walk starts at the older of .config and the last good build: an
     edit after the build is seen even when .config is newer than both."""
-    made = fake / "kernel/make-args"
-    assert build(fake).returncode == 0 and made.exists()
-    made.unlink()
-    src = fake / "linux/security/yama/yama_lsm.c"
-    src.write_text("int x;\n")
+    assert build(fake).made
+    (fake / "linux/security/yama/yama_lsm.c").write_text("int x;\n")
     os.utime(fake / "kernel/.config")     # .config now newer than the edit
-    assert build(fake).returncode == 0 and made.exists()
+    assert build(fake).made
 
 
 def test_kernel_is_made_again_when_the_walk_fails(fake, tmp_path):
     """A find that fails (an unreadable folder) counts as a change. The
     wrapper is on PATH in every run (PATH is part of the build's key);
     FAKE_FIND_FAIL makes the walk's find fail after listing the tree."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    wrapper = bindir / "find"
+    wrapper = tmp_path / "bin/find"
+    wrapper.parent.mkdir()
     wrapper.write_text('#!/bin/sh\n/usr/bin/find "$@"\nrc=$?\n'
                        'case "$FAKE_FIND_FAIL: $* " in 1:*" -cnewer "*) exit 1 ;; esac\n'
                        'exit $rc\n')
     wrapper.chmod(0o755)
-    path = "%s:%s" % (bindir, os.environ["PATH"])
-    made = fake / "kernel/make-args"
-    assert build(fake, PATH=path).returncode == 0 and made.exists()
-    made.unlink()
-    assert build(fake, PATH=path).returncode == 0 and not made.exists()
-    proc = build(fake, PATH=path, FAKE_FIND_FAIL="1")
-    assert proc.returncode == 0 and made.exists(), proc.stdout + proc.stderr
-    made.unlink()
-    assert build(fake, PATH=path).returncode == 0 and not made.exists()
+    path = "%s:%s" % (wrapper.parent, os.environ["PATH"])
+    assert build(fake, PATH=path).made
+    assert not build(fake, PATH=path).made
+    assert build(fake, PATH=path, FAKE_FIND_FAIL="1").made
+    assert not build(fake, PATH=path).made
 
 
 def test_kernel_is_made_again_when_a_file_goes_during_the_config(fake):
     """The tree is walked again after merge_config.sh, which takes seconds
     in a real tree: a file removed meanwhile is a change."""
-    made = fake / "kernel/make-args"
     extra = fake / "linux/security/yama/extra.c"
     extra.write_text("")
-    assert build(fake).returncode == 0 and made.exists()
-    made.unlink()
+    assert build(fake).made
     # The config is made again (as when a fragment of the workspace
     # changed), and the same .config comes out: only the walk can tell.
     (fake / "kernel/.fragments").write_text("another stamp\n")
-    proc = build(fake, FAKE_MERGE_RM=str(extra))
-    assert "config: merge_config.sh" in proc.stdout
-    assert proc.returncode == 0 and made.exists()
+    b = build(fake, FAKE_MERGE_RM=str(extra))
+    assert b.made and "config: merge_config.sh" in b.out

@@ -2,36 +2,42 @@
 model of the kernel's sysctl parser, the debug scenario line, and that the
 VM programs build. Nothing here runs them: they toggle sysctls and change
 uids, so they only ever run inside the QEMU guest."""
+import fnmatch
+import glob
 import os
+import re
 import subprocess
 import sys
 
 WS = os.environ["WS"]  # conftest.py
 STRESS = os.path.join(WS, "selftests", "stress")
 import gen_corpus  # noqa: E402
+import series  # noqa: E402
 
-SYSCTL_TEST_PATH = "tools/testing/selftests/yama/sysctl_test.c"
+
+def series_diffs():
+    """[path, created, added text] of each file each patch of series/ changes."""
+    sdir, diffs = os.path.join(WS, "series"), []
+    for name in series.patch_names(sdir):
+        cur = None
+        for line in open(os.path.join(sdir, name), errors="replace"):
+            if line.startswith("diff --git "):
+                cur = [line.rstrip().split(" b/", 1)[1], False, ""]
+                diffs.append(cur)
+            elif cur and line.startswith("new file mode"):
+                cur[1] = True
+            elif cur and line.startswith("+") and not line.startswith("+++ "):
+                cur[2] += line[1:]
+    return diffs
 
 
 def new_file_of_series(path):
     """The content of a file a patch of series/ creates (its + lines)."""
-    sys.path.insert(0, os.path.join(WS, "tools"))
-    import series
-    sdir = os.path.join(WS, "series")
-    for name in series.patch_names(sdir):
-        lines, inside, new = [], False, False
-        for line in open(os.path.join(sdir, name), errors="replace"):
-            if line.startswith("diff --git "):
-                if inside:
-                    break
-                inside = line.rstrip().endswith(" b/" + path)
-            elif inside and line.startswith("new file mode"):
-                new = True
-            elif inside and line.startswith("+") and not line.startswith("+++ "):
-                lines.append(line[1:])
-        if new and lines:
-            return "".join(lines)
+    for p, created, text in series_diffs():
+        if p == path and created and text:
+            return text
     raise AssertionError("no patch of series/ creates " + path)
+
 
 FAKE_SYSCTL_TEST = r'''
 TEST_F(sysctl, invalid_negative)
@@ -78,55 +84,47 @@ def test_model_accepted_spellings():
     assert model(b"3", 3) == (3, 1)
 
 
+def gen(tmp_path, name, src=FAKE_SYSCTL_TEST):
+    """gen_corpus.py on a sysctl_test.c of src: the process, the corpus file."""
+    (tmp_path / "sysctl_test.c").write_text(src)
+    p = subprocess.run([sys.executable, os.path.join(STRESS, "gen_corpus.py"),
+                        str(tmp_path / "sysctl_test.c"), str(tmp_path / name)],
+                       capture_output=True, text=True)
+    return p, tmp_path / name
+
+
 def test_selftest_inputs_parsed(tmp_path):
     src = tmp_path / "sysctl_test.c"
     src.write_text(FAKE_SYSCTL_TEST)
     got = gen_corpus.selftest_inputs(str(src))
     assert [d for _, d in got][:3] == [b"-1", b"-1\n", b"-3"]
-    assert (("invalid_junk", b"\x01")) in got
+    assert ("invalid_junk", b"\x01") in got
     assert len(got) == 20
 
 
-def gen(tmp_path, src, name):
-    out = tmp_path / name
-    p = subprocess.run([sys.executable, os.path.join(STRESS, "gen_corpus.py"),
-                        str(src), str(out)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return out.read_text(), p.stdout
-
-
 def test_corpus_deterministic_and_big_enough(tmp_path):
-    src = tmp_path / "sysctl_test.c"
-    src.write_text(FAKE_SYSCTL_TEST)
-    a, out = gen(tmp_path, src, "a.h")
-    b, _ = gen(tmp_path, src, "b.h")
-    assert a == b
-    assert "240 random invalid" in out
-    assert a.count('"random"') >= 200
-    assert a.count('"long:') >= 8
+    (p, a), (q, b) = gen(tmp_path, "a.h"), gen(tmp_path, "b.h")
+    assert p.returncode == q.returncode == 0, p.stderr + q.stderr
+    corpus = a.read_text()
+    assert corpus == b.read_text()
+    assert "240 random invalid" in p.stdout
+    assert corpus.count('"random"') >= 200 and corpus.count('"long:') >= 8
 
 
 def test_generator_refuses_a_valid_selftest_input(tmp_path):
-    src = tmp_path / "sysctl_test.c"
-    src.write_text(FAKE_SYSCTL_TEST.replace('"-3"', '"1"'))
-    p = subprocess.run([sys.executable, os.path.join(STRESS, "gen_corpus.py"),
-                        str(src), str(tmp_path / "x.h")],
-                       capture_output=True, text=True)
+    p, _ = gen(tmp_path, "x.h", FAKE_SYSCTL_TEST.replace('"-3"', '"1"'))
     assert p.returncode != 0 and "model takes" in p.stderr
 
 
 def test_real_selftest_inputs(tmp_path):
     """The corpus from the series' own sysctl_test.c (as check-debug makes it)."""
-    src = tmp_path / "sysctl_test.c"
-    src.write_text(new_file_of_series(SYSCTL_TEST_PATH))
-    text, out = gen(tmp_path, src, "c.h")
-    assert "from the selftests" in out
+    p, _ = gen(tmp_path, "c.h", new_file_of_series("tools/testing/selftests/yama/sysctl_test.c"))
+    assert p.returncode == 0 and "from the selftests" in p.stdout, p.stderr
 
 
 def test_programs_build(tmp_path):
-    src = tmp_path / "sysctl_test.c"
-    src.write_text(FAKE_SYSCTL_TEST)
-    gen(tmp_path, src, "corpus.h")
+    p, _ = gen(tmp_path, "corpus.h")
+    assert p.returncode == 0, p.stderr
     for prog in ("yama_stress", "yama_badinput"):
         p = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra",
                             "-Wno-unused-parameter", "-Werror",
@@ -136,41 +134,25 @@ def test_programs_build(tmp_path):
         assert p.returncode == 0, p.stderr
 
 
-def test_debug_scenario_line_is_understood_by_ktap_py(tmp_path):
+def test_debug_scenario_line_is_understood_by_ktap_py(ktap):
     lines = [l for l in open(os.path.join(STRESS, "scenarios"))
              if l.strip() and not l.startswith("#")]
     assert len(lines) == 1
     name, cmdline, checks = lines[0].rstrip("\n").split("|")
     assert name == "debug" and "panic_on_warn=1" in cmdline
-    for f in ("ktap.log", "console.log"):
-        (tmp_path / f).write_text("")
-    p = subprocess.run([sys.executable, os.path.join(WS, "selftests", "ktap.py"),
-                        name, str(tmp_path / "ktap.log"),
-                        str(tmp_path / "console.log"), str(tmp_path / "r.json"),
-                        *checks.split()], capture_output=True, text=True)
     # Empty logs fail the boot (1), but the options must parse (not 2).
-    assert p.returncode == 1, p.stderr
-    assert "no case matches stress.*" in p.stdout
+    rc, out, _ = ktap("", "", *checks.split(), name=name)
+    assert rc == 1 and "no case matches stress.*" in out, out
 
 
 def series_cases():
     """The KUnit cases (suite.case) and kselftest cases (program/fixture.
     variant.test, as ktap.py names them) that the patches of series/ add."""
-    import re
-    sys.path.insert(0, os.path.join(WS, "tools"))
-    import series
-    sdir = os.path.join(WS, "series")
-    files, cur = {}, None
-    for name in series.patch_names(sdir):
-        for line in open(os.path.join(sdir, name), errors="replace"):
-            if line.startswith("+++ b/"):
-                cur = line[6:].strip()
-                files.setdefault(cur, [])
-            elif cur and line.startswith("+"):
-                files[cur].append(line[1:])
+    files = {}
+    for path, _created, text in series_diffs():
+        files[path] = files.get(path, "") + text
     cases = set()
-    for path, lines in files.items():
-        text = "".join(lines)
+    for path, text in files.items():
         arrays = {m.group(1): re.findall(r"KUNIT_CASE\((\w+)\)", m.group(2))
                   for m in re.finditer(r"struct kunit_case (\w+)\[\] = \{(.*?)\};", text, re.S)}
         for m in re.finditer(r"struct kunit_suite \w+ = \{(.*?)\};", text, re.S):
@@ -194,8 +176,6 @@ def test_every_mutation_names_cases_the_series_has():
     """Each Must fail: glob of kunit/mutations and selftests/mutations
     matches a case the series adds (else make mutations could never call
     the mutation caught)."""
-    import fnmatch
-    import glob
     cases = series_cases()
     assert "yama_sysctl.test_scope_write_three_is_final" in cases
     assert "sysctl_test/sysctl.ptrace_scope.invalid_out_of_range" in cases
