@@ -12,10 +12,14 @@ EXTRA = os.path.join(WS, "selftests", "config", "extra")
 LINE = re.compile(r"^(?:CONFIG_(\w+)=(.*)|# CONFIG_(\w+) is not set)$")
 
 
-def settings(paths):
-    """{symbol: {value: [fragment, ...]}} over the fragments."""
+def settings(extra):
+    """{symbol: {value: [fragment, ...]}} over the test kernel's fragments
+    and those of extra/."""
+    frags = subprocess.run([os.path.join(WS, "tools", "test-kernel"), "--fragments"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert frags, "tools/test-kernel --fragments named no fragment"
     out = {}
-    for p in paths:
+    for p in frags + [os.path.join(EXTRA, f) for f in extra]:
         for line in open(p).read().splitlines():
             m = LINE.match(line.strip())
             if m:
@@ -24,15 +28,8 @@ def settings(paths):
     return out
 
 
-def kernel_fragments():
-    frags = subprocess.run([os.path.join(WS, "tools", "test-kernel"), "--fragments"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    assert frags, "tools/test-kernel --fragments named no fragment"
-    return frags
-
-
 def test_the_test_kernel_has_the_cheap_checks_and_not_lockdep():
-    s = settings(kernel_fragments())
+    s = settings([])
     for sym in ("DEBUG_ATOMIC_SLEEP", "DEBUG_LIST", "PREEMPT", "BUG"):
         assert list(s.get(sym, {})) == ["y"], sym
     # lockdep and PROVE_RCU are make check-debug's (README: the checks that moved)
@@ -41,15 +38,13 @@ def test_the_test_kernel_has_the_cheap_checks_and_not_lockdep():
 
 
 def test_the_debug_kernel_has_lockdep_prove_rcu_and_kasan():
-    s = settings(kernel_fragments() + [os.path.join(EXTRA, "kasan.config"),
-                                  os.path.join(EXTRA, "check-debug.config")])
+    s = settings(["kasan.config", "check-debug.config"])
     for sym in ("PROVE_LOCKING", "PROVE_RCU", "KASAN", "KFENCE", "DEBUG_ATOMIC_SLEEP",
                 "DEBUG_OBJECTS_RCU_HEAD"):
         assert list(s.get(sym, {})) == ["y"], sym
 
 
 def test_no_option_is_asked_for_with_two_values():
-    frags = kernel_fragments() + [os.path.join(EXTRA, f) for f in sorted(os.listdir(EXTRA))
-                             if f.endswith(".config")]
-    both = {sym: vals for sym, vals in settings(frags).items() if len(vals) > 1}
+    s = settings(sorted(f for f in os.listdir(EXTRA) if f.endswith(".config")))
+    both = {sym: vals for sym, vals in s.items() if len(vals) > 1}
     assert not both, both

@@ -1,9 +1,6 @@
-"""Tests of tools/kunit (make kunit), with a fake kunit.py.
-
-The fake stands in for tools/testing/kunit/kunit.py of a kernel tree: it
-writes a console log and a --json file the way kunit.py does, with results
-chosen by FAKE_KUNIT. No kernel is built or booted.
-"""
+"""Tests of tools/kunit (make kunit) and tools/test-kernel on a fake tree:
+its kunit.py (FAKE) writes a console log and a --json file the way kunit.py
+does, with results chosen by FAKE_KUNIT. No kernel is built or booted."""
 import collections
 import json
 import os
@@ -18,8 +15,8 @@ WS = pathlib.Path(os.environ["WS"])  # conftest.py
 FAKE = textwrap.dedent(r'''
     import json, os, sys
     args = sys.argv[1:]
-    build = [a.split("=", 1)[1] for a in args if a.startswith("--build_dir=")][0]
-    js = [a.split("=", 1)[1] for a in args if a.startswith("--json=")][0]
+    opt = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+    build, js = opt["build_dir"], opt["json"]
     mode = os.environ.get("FAKE_KUNIT", "pass")
     with open(os.path.join(build, "args"), "w") as f:
         f.write("\n".join(args))
@@ -38,8 +35,7 @@ FAKE = textwrap.dedent(r'''
              {"name": "second", "status": status}]
     suite = {"name": "yama_fake", "sub_groups": [], "test_cases": cases}
     with open(js, "w") as f:
-        json.dump({"name": "KUnit Test Group", "sub_groups": [suite],
-                   "test_cases": []}, f)
+        json.dump({"name": "KUnit Test Group", "sub_groups": [suite], "test_cases": []}, f)
     sys.exit(1 if status in ("FAIL", "ERROR") else 0)
 ''')
 
