@@ -163,12 +163,9 @@ def objects_since(odir, t0=0):
 
 
 def run(cmd, cwd=None, env=None, check=False, inp=None):
-    e = dict(os.environ)
-    e["LC_ALL"] = "C"
-    # As tools/test-kernel and kunit.py --arch=x86_64 build.
-    e["ARCH"] = "x86_64"
-    if env:
-        e.update(env)
+    # ARCH: as tools/test-kernel and kunit.py --arch=x86_64 build.
+    e = dict(os.environ, LC_ALL="C", ARCH="x86_64")
+    e.update(env or {})
     # A progress line every 30 s while a long command (a build) runs.
     done = threading.Event()
     t0 = time.time()
@@ -179,13 +176,12 @@ def run(cmd, cwd=None, env=None, check=False, inp=None):
         while not done.wait(30):
             built = ""
             if odir and "vmlinux" in cmd:
-                n = objects_since(odir, t0)
+                built = ", %d objects built" % objects_since(odir, t0)
                 try:
-                    with open(os.path.join(odir, ".objects")) as f:
-                        built = ", %d objects built (the last full build has %s)" % (
-                            n, f.read().strip())
+                    built += " (the last full build has %s)" % read(
+                        os.path.join(odir, ".objects")).strip()
                 except OSError:
-                    built = ", %d objects built" % n
+                    pass
             progress("  ... %s still running (%ds%s)" % (
                 " ".join(a for a in cmd if not a.startswith("O="))[:60],
                 time.time() - t0, built))
@@ -205,8 +201,7 @@ def run(cmd, cwd=None, env=None, check=False, inp=None):
 
 
 def git(*args, **kw):
-    rc, out = run(["git", "-C", SRC] + list(args), **kw)
-    return rc, out
+    return run(["git", "-C", SRC, *args], **kw)
 
 
 def gitout(*args):
@@ -222,8 +217,21 @@ def sha(*parts):
 
 
 def file_sha(path):
-    with open(path, "rb") as f:
-        return sha(f.read())
+    return sha(read(path, mode="rb"))
+
+
+def read(path, **kw):
+    with open(path, **kw) as f:
+        return f.read()
+
+
+def write(path, text, atomic=False):
+    """Write text to path; atomic: through path.tmp, so that a reader sees
+    the old file or the whole new one."""
+    with open(path + ".tmp" if atomic else path, "w") as f:
+        f.write(text)
+    if atomic:
+        os.replace(path + ".tmp", path)
 
 
 def tool_version(*cmd):
@@ -247,26 +255,22 @@ TOOLS = sha(GATES_VERSION, file_sha(CCWRAP), os.environ.get("KBUILD_WARN", ""),
             *(tool_version(t) for t in ("gcc", "as", "ld.bfd", "ld.lld", "pahole", "sparse")))
 
 
-class Cache:
-    def __init__(self):
-        self.dir = os.path.join(G, "cache")
-        os.makedirs(self.dir, exist_ok=True)
-
-    def get(self, key):
-        try:
-            with open(os.path.join(self.dir, key + ".json")) as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            return None
-
-    def put(self, key, value):
-        tmp = os.path.join(self.dir, key + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(value, f, indent=1)
-        os.replace(tmp, os.path.join(self.dir, key + ".json"))
+CACHE = os.path.join(G, "cache")
+os.makedirs(CACHE, exist_ok=True)
 
 
-CACHE = Cache()
+def cached(key):
+    """The result a gate run kept under key, or None."""
+    try:
+        return json.loads(read(os.path.join(CACHE, key + ".json")))
+    except (OSError, ValueError):
+        return None
+
+
+def keep(key, res):
+    """Keep a gate run's result under key; (res, False): not from the cache."""
+    write(os.path.join(CACHE, key + ".json"), json.dumps(res, indent=1), atomic=True)
+    return res, False
 
 # ---------------------------------------------------------------- warnings
 ANSI = re.compile(r"\x1b\[[0-9;]*[mK]")
@@ -458,7 +462,7 @@ def blob(state, path):
 def gate_checkpatch(st):
     key = sha("checkpatch", TOOLS, "debian-python", st["patch_sha"], file_sha(
         os.path.join(SRC, "scripts/checkpatch.pl")))
-    res = CACHE.get(key)
+    res = cached(key)
     if res:
         return res, True
     # checkpatch runs scripts/spdxcheck.py with the python3 of PATH: Debian's
@@ -475,8 +479,7 @@ def gate_checkpatch(st):
                 detail.append("  " + lines[i + 1])
     total = [l for l in lines if l.startswith("total:")]
     res = {"ok": rc == 0, "detail": detail[:10] + total}
-    CACHE.put(key, res)
-    return res, False
+    return keep(key, res)
 
 
 def kdoc_run(state, paths):
@@ -503,13 +506,12 @@ def gate_kdoc(prev, st):
     files = [f for f in changed_files(prev, st) if f.endswith((".c", ".h"))]
     key = sha("kernel-doc", TOOLS, prev["tree"], st["tree"],
               file_sha(os.path.join(SRC, "scripts/kernel-doc")))
-    res = CACHE.get(key)
+    res = cached(key)
     if res:
         return res, True
     new = sorted(kdoc_run(st, files) - kdoc_run(prev, files))
     res = {"ok": not new, "detail": new[:10], "files": files}
-    CACHE.put(key, res)
-    return res, False
+    return keep(key, res)
 
 
 def selected_symbols(base, tip):
@@ -581,13 +583,16 @@ def link_args(odir):
     return link.split()
 
 
+def make_cmd(odir, link_odir=None):
+    """make of the checkout into odir, linked as link_odir (default: odir)."""
+    return ["make", "-C", SRC, "O=" + odir, "CC=" + CC] + link_args(link_odir or odir)
+
+
 def make(args, log=None):
-    cmd = ["make", "-C", SRC, "O=" + ODIR, "CC=" + CC] + link_args(ODIR) + kbuild_warn() + [
-           "-j" + JOBS] + args
-    rc, out = run(cmd)
+    """A W=1 build in ODIR; its output also goes to log."""
+    rc, out = run(make_cmd(ODIR) + kbuild_warn() + ["-j" + JOBS] + args)
     if log:
-        with open(log, "w") as f:
-            f.write(out)
+        write(log, out)
     return rc, out
 
 
@@ -601,37 +606,28 @@ def base_config(base, frag):
     olddefconfig; Kconfig only, seconds): base_matrix_config()."""
     path = base_config_path(base, frag)
     if os.path.exists(path):
-        with open(path) as f:
-            return f.read()
+        return read(path)
     checkout(base)
     fpath = path + ".fragment"
-    with open(fpath, "w") as f:
-        f.write(frag)
+    write(fpath, frag)
     progress("allnoconfig at the base")
     odir = os.path.join(G, "o-config")
     os.makedirs(odir, exist_ok=True)
-    rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC] + link_args(ODIR_MAIN) +
-                  ["KCONFIG_ALLCONFIG=" + fpath, "allnoconfig"])
+    config = os.path.join(odir, ".config")
+    rc, out = run(make_cmd(odir, ODIR_MAIN) + ["KCONFIG_ALLCONFIG=" + fpath, "allnoconfig"])
     if rc:
         sys.exit("error: allnoconfig failed:\n" + out[-2000:])
-    with open(os.path.join(odir, ".config")) as f:
-        text = f.read()
+    text = read(config)
     for cfgname, extra in MATRIX.items():
         if not extra:
             continue
-        with open(os.path.join(odir, ".config"), "w") as f:
-            f.write(text + "\n" + frag + extra)
-        rc, out = run(["make", "-C", SRC, "O=" + odir, "CC=" + CC] +
-                      link_args(ODIRS.get(cfgname, ODIR_MAIN)) + ["olddefconfig"])
+        write(config, text + "\n" + frag + extra)
+        rc, out = run(make_cmd(odir, ODIRS.get(cfgname, ODIR_MAIN)) + ["olddefconfig"])
         if rc:
             sys.exit("error: olddefconfig (%s) failed:\n%s" % (cfgname, out[-2000:]))
-        with open(os.path.join(odir, ".config")) as f:
-            mtext = f.read()
-        with open(path + "." + cfgname, "w") as f:
-            f.write(mtext)
+        write(path + "." + cfgname, read(config))
     # the main config last: its presence says all of them are there
-    with open(path, "w") as f:
-        f.write(text)
+    write(path, text)
     return text
 
 
@@ -645,8 +641,7 @@ def base_config_path(base, frag):
 def base_matrix_config(base, cfgname):
     """The base's .config in matrix config cfgname (made by base_config)."""
     path = base_config_path(base, MAIN_FRAG[0])
-    with open(path + ("." + cfgname if MATRIX.get(cfgname) else "")) as f:
-        return f.read()
+    return read(path + ("." + cfgname if MATRIX.get(cfgname) else ""))
 
 
 def config_symbols(config):
@@ -700,30 +695,21 @@ def configure(base, cfgname, frag):
               kconfig_inputs(CHECKED_OUT[0] or gitout("rev-parse", "HEAD")))
     kept = os.path.join(G, "cfg", "olddef-%s.config" % key)
     if os.path.exists(kept):
-        with open(kept) as f:
-            result = f.read()
+        result = read(kept)
         try:
-            with open(cfg) as f:
-                same = f.read() == result
+            same = read(cfg) == result
         except OSError:
             same = False
         if not same:
-            with open(cfg + ".tmp", "w") as f:
-                f.write(result)
-            os.replace(cfg + ".tmp", cfg)
+            write(cfg, result, atomic=True)
         return result, ""
-    with open(cfg, "w") as f:
-        f.write(text)
-    rc, out = run(["make", "-C", SRC, "O=" + ODIR, "CC=" + CC] + link_args(ODIR) +
-                  ["olddefconfig"])
+    write(cfg, text)
+    rc, out = run(make_cmd(ODIR) + ["olddefconfig"])
     if rc:
         return None, out
-    with open(cfg) as f:
-        result = f.read()
+    result = read(cfg)
     os.makedirs(os.path.dirname(kept), exist_ok=True)
-    with open(kept + ".tmp", "w") as f:
-        f.write(result)
-    os.replace(kept + ".tmp", kept)
+    write(kept, result, atomic=True)
     return result, out
 
 
@@ -828,7 +814,7 @@ def build_state(base, state, cfgname, frag, label, scope=None, targets=None):
     key = sha("build", TOOLS, cfgname, frag, state["tree"],
               json.dumps(scope, sort_keys=True) if scope else "",
               *(targets or []))
-    res = CACHE.get(key)
+    res = cached(key)
     if res:
         return res, True
     use_odir(cfgname)
@@ -837,15 +823,13 @@ def build_state(base, state, cfgname, frag, label, scope=None, targets=None):
     if config is None:
         res = {"ok": False, "detail": ["olddefconfig failed"] + first_errors(out),
                "warnings": []}
-        CACHE.put(key, res)
-        return res, False
+        return keep(key, res)
     exp = MATRIX_EXPECT.get(label)
     if exp and config_value(config, exp[0]) != exp[1]:
         res = {"ok": False, "warnings": [], "detail": [
             "%s is %s in .config, wanted %s" % (
                 exp[0], config_value(config, exp[0]), exp[1] or "unset")]}
-        CACHE.put(key, res)
-        return res, False
+        return keep(key, res)
     if scope is not None:
         # the symbols whose value the tip's config changed against the
         # base's config of the same matrix entry (in_scope)
@@ -875,8 +859,7 @@ def build_state(base, state, cfgname, frag, label, scope=None, targets=None):
                "CONFIG_SECURITY_YAMA_PTRACE_SCOPE", "CONFIG_SECURITY_YAMA_SYMLINKS",
                "CONFIG_SECURITY_YAMA_HARDLINKS",
                "CONFIG_SECURITY_YAMA_KUNIT_TEST", "CONFIG_KUNIT")}}
-    CACHE.put(key, res)
-    return res, False
+    return keep(key, res)
 
 
 def base_warnings(base, frag, objs):
@@ -893,7 +876,7 @@ def base_warnings(base, frag, objs):
     use_odir("main")
     objs = sorted(objs)
     key = sha("base-warnings-2", TOOLS, frag, base["tree"], *objs)
-    res = CACHE.get(key)
+    res = cached(key)
     if res:
         return res, True
     if not objs:
@@ -923,8 +906,7 @@ def base_warnings(base, frag, objs):
     progress("  %d of %d made at the base (the others are not built there)" % (
         len(made), len(objs)))
     res = {"ok": True, "warnings": sorted(warns), "objs": objs, "made": made}
-    CACHE.put(key, res)
-    return res, False
+    return keep(key, res)
 
 
 def series_objects(files):
@@ -970,7 +952,7 @@ def sparse_targets(files):
 def sparse_state(base, state, files, frag):
     """Sparse (make C=2) on the given files at `state`, per file."""
     key = sha("sparse-2", TOOLS, file_sha(SPARSEWRAP), frag, state["tree"], *files)
-    res = CACHE.get(key)
+    res = cached(key)
     if res:
         return res, True
     # sparse_targets() takes objects of the build: none is under NOT_KERNEL
@@ -998,8 +980,7 @@ def sparse_state(base, state, files, frag):
             fname = n.split(":", 1)[0]
             per.setdefault(fname, []).append(n)
     res = {"ok": True, "files": per, "objs": objs}
-    CACHE.put(key, res)
-    return res, False
+    return keep(key, res)
 
 
 SPHINX = {"doc", "ref", "c:func", "c:type", "c:macro", "c:data", "c:member",
