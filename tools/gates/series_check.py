@@ -143,7 +143,6 @@ MATRIX_EXPECT = {
     "yama=n": ("CONFIG_SECURITY_YAMA", None),
     "sysctl=n": ("CONFIG_SYSCTL", None),
     "kunit-test=n": ("CONFIG_SECURITY_YAMA_KUNIT_TEST", None),
-    "kunit-test=y": ("CONFIG_SECURITY_YAMA_KUNIT_TEST", "y"),
 }
 T0 = time.time()
 
@@ -154,12 +153,8 @@ def progress(msg):
 
 def objects_since(odir, t0=0):
     """Objects (.o) under odir written since t0 (all with t0=0)."""
-    n = 0
-    for root, _dirs, files in os.walk(odir):
-        for fn in files:
-            if fn.endswith(".o") and (not t0 or os.path.getmtime(os.path.join(root, fn)) >= t0):
-                n += 1
-    return n
+    return sum(1 for root, _dirs, files in os.walk(odir) for fn in files
+               if fn.endswith(".o") and (not t0 or os.path.getmtime(os.path.join(root, fn)) >= t0))
 
 
 def run(cmd, cwd=None, env=None, check=False, inp=None):
@@ -299,6 +294,19 @@ def diag_lines(text):
     return out
 
 
+def warn_file(path):
+    """The warnings cc-wrap kept of one object (OBJ.warn), normalised."""
+    with open(path, errors="replace") as f:
+        return {norm(l) for l in diag_lines(f.read())}
+
+
+def make_diags(output):
+    """make's own diagnostic lines (objtool, ld, modpost). The kernel-doc
+    lines that W=1 prints (file:line: warning:, no column) are left to the
+    kernel-doc gate, which compares each file with its previous version."""
+    return [l for l in diag_lines(output) if not KDOC_LINE.match(ANSI.sub("", l))]
+
+
 def first_errors(text, n=8):
     lines = [l for l in text.splitlines()
              if re.search(r"error|Error|undefined reference|\*\*\*", l)]
@@ -329,22 +337,15 @@ def ensure_src():
     return base
 
 
-def series_list():
-    return series.patch_names(SERIES_DIR)
-
-
 def apply_series(base, names):
     """Apply the patches on the base in a private index (the checkout is not
     touched, so the build keeps its timestamps). Returns the states: a list
     of dicts, the base first, then one per patch that applied, and the name
     and error of the first patch that did not apply."""
-    idx = os.path.join(G, "apply.index")
-    env = {"GIT_INDEX_FILE": idx,
-           "GIT_AUTHOR_NAME": "gates", "GIT_AUTHOR_EMAIL": "gates@localhost",
-           "GIT_COMMITTER_NAME": "gates",
-           "GIT_COMMITTER_EMAIL": "gates@localhost",
-           "GIT_AUTHOR_DATE": "2010-06-21T00:00:00+00:00",
-           "GIT_COMMITTER_DATE": "2010-06-21T00:00:00+00:00"}
+    env = {"GIT_INDEX_FILE": os.path.join(G, "apply.index")}
+    for who in ("AUTHOR", "COMMITTER"):
+        env.update({"GIT_%s_NAME" % who: "gates", "GIT_%s_EMAIL" % who: "gates@localhost",
+                    "GIT_%s_DATE" % who: "2010-06-21T00:00:00+00:00"})
     git("read-tree", base, env=env, check=True)
     states = [{"name": "base", "commit": base,
                "tree": gitout("rev-parse", base + "^{tree}")}]
@@ -356,12 +357,8 @@ def apply_series(base, names):
         if rc:
             return states, name, out.strip().splitlines()[:8]
         tree = git("write-tree", env=env, check=True)[1].strip()
-        subject = name
         with open(path, errors="replace") as f:
-            for line in f:
-                if line.startswith("Subject:"):
-                    subject = line[8:].strip()
-                    break
+            subject = next((l[8:].strip() for l in f if l.startswith("Subject:")), name)
         commit = git("commit-tree", tree, "-p", states[-1]["commit"], "-m",
                      subject, env=env, check=True)[1].strip()
         git("update-ref", "refs/gates/%d" % n, commit)
@@ -388,13 +385,12 @@ def forget_deleted_headers(old, new):
     includes a header only a later patch adds could pass on an object
     built earlier: remove the objects that used a header the checkout
     deleted, in every build directory."""
-    rc, out = git("diff", "--name-only", "--diff-filter=D", old, new)
-    gone = [f for f in out.split() if f.endswith(".h")]
-    for f in gone:
-        for od in sorted(set([ODIR_MAIN] + list(ODIRS.values()))):
+    out = git("diff", "--name-only", "--diff-filter=D", old, new)[1]
+    for f in [f for f in out.split() if f.endswith(".h")]:
+        for od in sorted({ODIR_MAIN, *ODIRS.values()}):
             if not os.path.isdir(od):
                 continue
-            rc, hits = run(["grep", "-rlF", "--include=*.o.cmd", os.path.join(SRC, f), od])
+            hits = run(["grep", "-rlF", "--include=*.o.cmd", os.path.join(SRC, f), od])[1]
             for cmd in hits.split():
                 d, name = os.path.split(cmd)
                 obj = os.path.join(d, name[1:-4])          # .foo.o.cmd -> foo.o
@@ -410,6 +406,14 @@ def changed_files(a, b):
 # Where files are that the kernel build may not read: documentation, the
 # selftests, MAINTAINERS (tools/ elsewhere has objtool and its headers).
 NOT_KERNEL = ("Documentation/", "tools/testing/", "MAINTAINERS")
+# Where C files are that are no object of the kernel build.
+NO_OBJECTS = ("tools/", "scripts/", "Documentation/")
+
+
+def cmd_file(obj):
+    """kbuild's dependency list of obj (DIR/.NAME.o.cmd)."""
+    d, n = os.path.split(obj)
+    return os.path.join(d, "." + n + ".cmd")
 
 
 def kernel_files(files, odir=None):
@@ -518,26 +522,17 @@ def selected_symbols(base, tip):
     """Symbols that a Kconfig line added by the series selects (or
     implies): set in the base config already, so that the patch adding the
     select does not change the config of the rest of the kernel."""
-    rc, out = git("diff", "--no-renames", "-U0", base["tree"], tip["tree"],
-                  "--", "*Kconfig*")
-    syms = set()
-    for line in out.splitlines():
-        m = re.match(r"^\+\s*(?:select|imply)\s+([A-Z0-9_]+)", line)
-        if m:
-            syms.add(m.group(1))
-    return sorted(syms)
+    out = git("diff", "--no-renames", "-U0", base["tree"], tip["tree"], "--", "*Kconfig*")[1]
+    added = (re.match(r"^\+\s*(?:select|imply)\s+([A-Z0-9_]+)", l) for l in out.splitlines())
+    return sorted({m.group(1) for m in added if m})
 
 
 def base_selected_symbols(base, tip):
     """selected_symbols() that the base already defines (a symbol the
     series defines itself keeps its Kconfig default)."""
-    out = []
-    for sym in selected_symbols(base, tip):
-        rc, _ = git("grep", "-q", "-E", r"^\s*(menu)?config\s+%s\s*$" % sym,
-                    base["tree"], "--", "*Kconfig*")
-        if rc == 0:
-            out.append(sym)
-    return out
+    return [sym for sym in selected_symbols(base, tip)
+            if git("grep", "-q", "-E", r"^\s*(menu)?config\s+%s\s*$" % sym,
+                   base["tree"], "--", "*Kconfig*")[0] == 0]
 
 
 def fragment(tip, base=None):
@@ -548,8 +543,7 @@ def fragment(tip, base=None):
     parts = [BASE_FRAGMENT]
     for path in run([os.path.join(WS, "tools/test-kernel"), "--fragments"],
                     check=True)[1].splitlines():
-        with open(path) as f:
-            parts.append(f.read())
+        parts.append(read(path))
     st_cfg = blob(tip, "tools/testing/selftests/yama/config")
     if st_cfg:
         parts.append(st_cfg)
@@ -734,19 +728,17 @@ def in_scope(obj, scope):
     """Whether object `obj` (absolute, in ODIR) can compile differently at
     the tip than at the base in the same config: its kbuild dependency list
     (.OBJ.cmd) names a file the series touches, or a config symbol whose
-    value differs between the two configs (include/config/SYM). An object that does
-    neither compiles the same bytes with the same flags at both, so it has
-    the base's warnings. An object without a .cmd counts as in scope."""
-    d, n = os.path.split(obj)
+    value differs between the two configs (include/config/SYM). An object
+    that does neither compiles the same bytes with the same flags at both,
+    so it has the base's warnings. An object without a .cmd counts as in
+    scope."""
     try:
-        with open(os.path.join(d, "." + n + ".cmd"), errors="replace") as f:
-            deps = f.read()
+        deps = read(cmd_file(obj), errors="replace")
     except OSError:
         return True
     rel = os.path.relpath(obj, ODIR)[:-2]
-    for f in scope["files"]:
-        if f.startswith(rel + ".") or "/" + f in deps:
-            return True
+    if any(f.startswith(rel + ".") or "/" + f in deps for f in scope["files"]):
+        return True
     return any("include/config/%s)" % s in deps or "include/config/%s " % s in deps
                for s in scope["symbols"])
 
@@ -786,16 +778,11 @@ def state_warnings(output, scope=None, targets=None):
             if fn.endswith(".o.warn"):
                 obj = os.path.join(root, fn[:-5])
                 if obj in objs and (scope is None or in_scope(obj, scope)):
-                    with open(os.path.join(root, fn), errors="replace") as f:
-                        for w in {norm(l) for l in diag_lines(f.read())}:
-                            warns.add(w)
-                            sources[w].add(os.path.relpath(obj, ODIR))
-    # make's own lines: objtool, ld, modpost. The kernel-doc lines that W=1
-    # prints (file:line: warning:, no column) are left to the kernel-doc
-    # gate, which compares each file with its previous version.
-    for l in diag_lines(output):
-        if not KDOC_LINE.match(ANSI.sub("", l)) and \
-                (scope is None or line_in_scope(l, scope, objs)):
+                    for w in warn_file(os.path.join(root, fn)):
+                        warns.add(w)
+                        sources[w].add(os.path.relpath(obj, ODIR))
+    for l in make_diags(output):
+        if scope is None or line_in_scope(l, scope, objs):
             w = norm(l)
             warns.add(w)
             if w in sources:
@@ -807,7 +794,7 @@ def state_warnings(output, scope=None, targets=None):
     return warns, {w: sorted(v) for w, v in sources.items()}
 
 
-def build_state(base, state, cfgname, frag, label, scope=None, targets=None):
+def build_state(base, state, cfgname, frag, scope=None, targets=None):
     """Build `state` in config cfgname; cached by tree + config (+ scope:
     then only the warnings of in_scope() objects are recorded; + targets:
     then only those objects are made, no vmlinux)."""
@@ -821,15 +808,12 @@ def build_state(base, state, cfgname, frag, label, scope=None, targets=None):
     checkout(state)
     config, out = configure(base, cfgname, frag)
     if config is None:
-        res = {"ok": False, "detail": ["olddefconfig failed"] + first_errors(out),
-               "warnings": []}
-        return keep(key, res)
-    exp = MATRIX_EXPECT.get(label)
-    if exp and config_value(config, exp[0]) != exp[1]:
-        res = {"ok": False, "warnings": [], "detail": [
-            "%s is %s in .config, wanted %s" % (
-                exp[0], config_value(config, exp[0]), exp[1] or "unset")]}
-        return keep(key, res)
+        return keep(key, {"ok": False, "detail": ["olddefconfig failed"] + first_errors(out),
+                          "warnings": []})
+    sym, want = MATRIX_EXPECT.get(cfgname, (None, None))
+    if sym and config_value(config, sym) != want:
+        return keep(key, {"ok": False, "warnings": [], "detail": [
+            "%s is %s in .config, wanted %s" % (sym, config_value(config, sym), want or "unset")]})
     if scope is not None:
         # the symbols whose value the tip's config changed against the
         # base's config of the same matrix entry (in_scope)
@@ -844,22 +828,20 @@ def build_state(base, state, cfgname, frag, label, scope=None, targets=None):
     progress("  make W=1 %s (%s) ..." % (" ".join(goals), cfgname))
     rc, out = make(goals, log=os.path.join(G, "last-build.log"))
     progress("  make done in %ds (rc %d)" % (time.time() - t, rc))
-    if rc == 0 and not targets:
-        with open(os.path.join(ODIR, ".objects"), "w") as f:
-            f.write("%d\n" % objects_since(ODIR))
     if rc:
-        res = {"ok": False, "detail": first_errors(out), "warnings": []}
         # a failed build is not cached: its cause may be outside the inputs
-        return res, False
+        return {"ok": False, "detail": first_errors(out), "warnings": []}, False
+    if not targets:
+        write(os.path.join(ODIR, ".objects"), "%d\n" % objects_since(ODIR))
     warns, sources = state_warnings(out, scope, targets)
-    res = {"ok": True, "detail": [], "warnings": sorted(warns), "sources": sources,
-           "scope": scope, "targets": targets or [],
-           "config": {s: config_value(config, s) for s in (
-               "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL", "CONFIG_SECURITY_PATH",
-               "CONFIG_SECURITY_YAMA_PTRACE_SCOPE", "CONFIG_SECURITY_YAMA_SYMLINKS",
-               "CONFIG_SECURITY_YAMA_HARDLINKS",
-               "CONFIG_SECURITY_YAMA_KUNIT_TEST", "CONFIG_KUNIT")}}
-    return keep(key, res)
+    return keep(key, {
+        "ok": True, "detail": [], "warnings": sorted(warns), "sources": sources,
+        "scope": scope, "targets": targets or [],
+        "config": {s: config_value(config, s) for s in (
+            "CONFIG_SECURITY_YAMA", "CONFIG_SYSCTL", "CONFIG_SECURITY_PATH",
+            "CONFIG_SECURITY_YAMA_PTRACE_SCOPE", "CONFIG_SECURITY_YAMA_SYMLINKS",
+            "CONFIG_SECURITY_YAMA_HARDLINKS", "CONFIG_SECURITY_YAMA_KUNIT_TEST",
+            "CONFIG_KUNIT")}})
 
 
 def base_warnings(base, frag, objs):
@@ -888,37 +870,29 @@ def base_warnings(base, frag, objs):
     progress("  make W=1 %s (base) ..." % " ".join(objs))
     for o in objs:
         # cc-wrap writes OBJ.warn only when the compiler printed something
-        for f in (o, o + ".warn"):
-            if os.path.exists(os.path.join(ODIR, f)):
-                os.unlink(os.path.join(ODIR, f))
+        for f in (os.path.join(ODIR, o), os.path.join(ODIR, o + ".warn")):
+            if os.path.exists(f):
+                os.unlink(f)
     rc, out = make(["-k"] + objs)
     made = [o for o in objs if os.path.exists(os.path.join(ODIR, o))]
     warns = set()
     for o in made:
         try:
-            with open(os.path.join(ODIR, o + ".warn"), errors="replace") as f:
-                warns.update(norm(l) for l in diag_lines(f.read()))
+            warns |= warn_file(os.path.join(ODIR, o + ".warn"))
         except OSError:
             pass
-    warns.update(norm(l) for l in diag_lines(out)
-                 if not KDOC_LINE.match(ANSI.sub("", l)) and
-                 norm(l).split(":", 1)[0] in made)
+    warns.update(w for w in map(norm, make_diags(out)) if w.split(":", 1)[0] in made)
     progress("  %d of %d made at the base (the others are not built there)" % (
         len(made), len(objs)))
-    res = {"ok": True, "warnings": sorted(warns), "objs": objs, "made": made}
-    return keep(key, res)
+    return keep(key, {"ok": True, "warnings": sorted(warns), "objs": objs, "made": made})
 
 
 def series_objects(files):
     """The objects of the C files the series touches that the main config
     builds (they have a .cmd in o-main after the tip's build)."""
-    objs = []
-    for f in sorted(files):
-        if f.endswith(".c") and not f.startswith(("tools/", "scripts/", "Documentation/")):
-            d, n = os.path.split(f[:-2] + ".o")
-            if os.path.exists(os.path.join(ODIR, d, "." + n + ".cmd")):
-                objs.append(f[:-2] + ".o")
-    return objs
+    objs = [f[:-2] + ".o" for f in sorted(files)
+            if f.endswith(".c") and not f.startswith(NO_OBJECTS)]
+    return [o for o in objs if os.path.exists(cmd_file(os.path.join(ODIR, o)))]
 
 
 def sparse_targets(files):
@@ -927,25 +901,20 @@ def sparse_targets(files):
     def built(o):
         # the object, or its .cmd (the object may have been removed by
         # forget_deleted_headers; make C=2 rebuilds it)
-        d, n = os.path.split(os.path.join(ODIR, o))
-        return os.path.exists(os.path.join(d, n)) or \
-            os.path.exists(os.path.join(d, "." + n + ".cmd"))
+        return os.path.exists(os.path.join(ODIR, o)) or \
+            os.path.exists(cmd_file(os.path.join(ODIR, o)))
 
     objs = set()
     for f in files:
         if f.endswith(".c"):
-            o = f[:-2] + ".o"
-            if built(o) and os.path.exists(os.path.join(SRC, f)):
-                objs.add(o)
-        elif f.endswith(".h"):
-            d = os.path.join(ODIR, os.path.dirname(f))
-            if os.path.isdir(d):
-                for fn in os.listdir(d):
-                    m = re.match(r"^\.?(.*\.o)(\.cmd)?$", fn)
-                    if m and os.path.exists(os.path.join(
-                            SRC, os.path.dirname(f), m.group(1)[:-2] + ".c")) and \
-                            built(os.path.join(os.path.dirname(f), m.group(1))):
-                        objs.add(os.path.join(os.path.dirname(f), m.group(1)))
+            if built(f[:-2] + ".o") and os.path.exists(os.path.join(SRC, f)):
+                objs.add(f[:-2] + ".o")
+        elif f.endswith(".h") and os.path.isdir(os.path.join(ODIR, os.path.dirname(f))):
+            for fn in os.listdir(os.path.join(ODIR, os.path.dirname(f))):
+                m = re.match(r"^\.?(.*\.o)(\.cmd)?$", fn)
+                o = m and os.path.join(os.path.dirname(f), m.group(1))
+                if m and os.path.exists(os.path.join(SRC, o[:-2] + ".c")) and built(o):
+                    objs.add(o)
     return sorted(objs)
 
 
@@ -968,25 +937,20 @@ def sparse_state(base, state, files, frag):
         progress("  sparse on %s" % " ".join(objs))
         rc, out = make(["C=2", "CHECK=%s sparse" % SPARSEWRAP] + objs)
         if rc:
-            res = {"ok": False, "detail": first_errors(out), "files": {}}
-            return res, False
-        for o in objs:
-            per[o[:-2] + ".c"] = []
+            return {"ok": False, "detail": first_errors(out), "files": {}}, False
+        per = {o[:-2] + ".c": [] for o in objs}
         # only sparse's own lines (sparse-wrap marks them)
         mine = "\n".join(l[len("sparse| "):] for l in out.splitlines()
                          if l.startswith("sparse| "))
-        for l in diag_lines(mine):
-            n = norm(l)
-            fname = n.split(":", 1)[0]
-            per.setdefault(fname, []).append(n)
-    res = {"ok": True, "files": per, "objs": objs}
-    return keep(key, res)
+        for w in map(norm, diag_lines(mine)):
+            per.setdefault(w.split(":", 1)[0], []).append(w)
+    return keep(key, {"ok": True, "files": per, "objs": objs})
 
 
 SPHINX = {"doc", "ref", "c:func", "c:type", "c:macro", "c:data", "c:member",
           "c:struct", "manpage", "kbd", "file", "envvar", "option", "command",
           "program", "abbr", "kernel-doc", "toctree", "code-block", "only",
-          "c:function", "c:macro", "index", "glossary", "tabularcolumns",
+          "c:function", "index", "glossary", "tabularcolumns",
           "kernel-figure", "kernel-render", "kernel-include", "kernel-feat",
           "kernel-abi", "highlight", "literalinclude", "ss", "sup", "sub",
           "menuselection", "guilabel"}
@@ -1037,7 +1001,7 @@ def main():
         progress("waiting for another series-check to finish")
         fcntl.flock(lock, fcntl.LOCK_EX)
     base_commit = ensure_src()
-    names = series_list()
+    names = series.patch_names(SERIES_DIR)
     print("  series: %s (%d patches)" % (SERIES_DIR, len(names)), flush=True)
     states, bad, bad_err = apply_series(base_commit, names)
     base, tip = states[0], states[-1]
@@ -1059,7 +1023,7 @@ def main():
     # results are cached; the table below is made from them in order.
     def build_main(st):
         progress("build (main) of patch %d/%d" % (st["n"], len(names)))
-        return build_state(base, st, "main", frag, "main")
+        return build_state(base, st, "main", frag)
 
     def shared(st, of):
         progress("build (main) of patch %d/%d: what differs from patch %d is "
@@ -1088,7 +1052,7 @@ def main():
             else:
                 progress("tip: build %s" % label)
             matrix[label] = build_state(base, tip, cfgname, frag + MATRIX[cfgname],
-                                        label, scope, targets)
+                                        scope, targets)
     # The base's warnings, from the objects that warned in a build above
     # (base_warnings). A warning make printed itself (ld, objtool) has no
     # object: then the base is built whole, as its own state.
@@ -1102,7 +1066,7 @@ def main():
     base_warn = {}
     if whole:
         progress("base: build (main), whole: a warning of make's own is in a build")
-        res, _ = build_state(base, base, "base-whole", frag, "main")
+        res, _ = build_state(base, base, "base-whole", frag)
     else:
         progress("base: warnings of the %d object(s) that warn in the series" % len(warned))
         res, _ = base_warnings(base, frag, warned)
@@ -1122,7 +1086,7 @@ def main():
                         if f.startswith("security/") and f.endswith(".c")} |
                        {f for f in changed_files(base, tip)
                         if f.endswith(".c") and f in base_files and
-                        not f.startswith(("tools/", "scripts/", "Documentation/"))})
+                        not f.startswith(NO_OBJECTS)})
     progress("base: sparse baseline of security/")
     sbase, _ = sparse_state(base, base, sec_files, frag)
     if not sbase.get("objs"):
