@@ -92,7 +92,8 @@ if SYSCTL_N not in ("objects", "whole"):
     sys.exit("error: SERIES_CHECK_SYSCTL_N=%s: objects or whole" % SYSCTL_N)
 SYSCTL_N_WHOLE = SYSCTL_N == "whole"
 PATCH_GATES = ["apply", "checkpatch", "build", "sparse", "kernel-doc"]
-TIP_GATES = ["yama=n", "sysctl=n", "kunit-test=n", "kunit-test=y", "rst"]
+MATRIX_GATES = ["yama=n", "sysctl=n", "kunit-test=n"]      # the tip built in MATRIX
+TIP_GATES = MATRIX_GATES + ["kunit-test=y", "rst"]
 # The main config is the test kernel's (fragment()); this part comes first
 # and says what the gates need of it (the fragments after it agree, else
 # tools/test-kernel's strict merge would fail): Yama, sysctl, and KUnit on
@@ -482,8 +483,7 @@ def gate_checkpatch(st):
             if i + 1 < len(lines) and lines[i + 1].startswith("#"):
                 detail.append("  " + lines[i + 1])
     total = [l for l in lines if l.startswith("total:")]
-    res = {"ok": rc == 0, "detail": detail[:10] + total}
-    return keep(key, res)
+    return keep(key, {"ok": rc == 0, "detail": detail[:10] + total})
 
 
 def kdoc_run(state, paths):
@@ -496,13 +496,12 @@ def kdoc_run(state, paths):
             if text is None:
                 continue
             os.makedirs(os.path.join(tmp, os.path.dirname(p)), exist_ok=True)
-            with open(os.path.join(tmp, p), "w") as f:
-                f.write(text)
+            write(os.path.join(tmp, p), text)
             present.append(p)
         if not present:
             return set()
-        rc, out = run(["perl", os.path.join(SRC, "scripts/kernel-doc"),
-                       "-none"] + present, cwd=tmp)
+        out = run(["perl", os.path.join(SRC, "scripts/kernel-doc"), "-none"] + present,
+                  cwd=tmp)[1]
         return {norm(l) for l in diag_lines(out)}
 
 
@@ -514,8 +513,7 @@ def gate_kdoc(prev, st):
     if res:
         return res, True
     new = sorted(kdoc_run(st, files) - kdoc_run(prev, files))
-    res = {"ok": not new, "detail": new[:10], "files": files}
-    return keep(key, res)
+    return keep(key, {"ok": not new, "detail": new[:10], "files": files})
 
 
 def selected_symbols(base, tip):
@@ -1008,13 +1006,15 @@ def main():
     frag = fragment(tip, base)
     MAIN_FRAG[0] = frag
     base_config(base, frag)
-    cells = {}          # row -> gate -> {"status", "detail"}
+    cells = {}          # row -> gate -> {"status", "detail", "cached"}
     rows = []
 
-    def cell(row, gate, ok, detail=None, cached=False, status=None):
+    def cell(row, gate, res=None, from_cache=False, status=None):
+        """A cell from a gate's result (ok, detail); pass when there is none."""
+        res = res or {"ok": True}
         cells.setdefault(row, {})[gate] = {
-            "status": status or ("pass" if ok else "FAIL"),
-            "detail": detail or [], "cached": cached}
+            "status": status or ("pass" if res["ok"] else "FAIL"),
+            "detail": res.get("detail") or [], "cached": from_cache}
 
     # The builds, tip first and then back to patch 1: the tip is the one
     # full build (patch 1 changes include/linux/security.h, which nearly
@@ -1035,24 +1035,23 @@ def main():
     scope = {"files": changed_files(base, tip)}
     matrix = {}
     if len(states) > 1 and not bad:
-        for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
-                               ("kunit-test=n", "kunit-test=n")):
+        for cfgname in MATRIX_GATES:
             targets = None
             if cfgname == "sysctl=n" and not SYSCTL_N_WHOLE:
                 use_odir("main")
                 targets = series_objects(scope["files"])
                 if not targets:
                     progress("tip: %s: the series touches no C file the main "
-                             "config builds: nothing to compile" % label)
-                    matrix[label] = ({"ok": True, "warnings": [], "targets": [],
-                                      "none": True, "detail": []}, False)
+                             "config builds: nothing to compile" % cfgname)
+                    matrix[cfgname] = ({"ok": True, "warnings": [], "targets": [],
+                                        "none": True, "detail": []}, False)
                     continue
                 progress("tip: build %s: the series' objects only (%s; the whole "
-                         "kernel in make check-debug)" % (label, " ".join(targets)))
+                         "kernel in make check-debug)" % (cfgname, " ".join(targets)))
             else:
-                progress("tip: build %s" % label)
-            matrix[label] = build_state(base, tip, cfgname, frag + MATRIX[cfgname],
-                                        scope, targets)
+                progress("tip: build %s" % cfgname)
+            matrix[cfgname] = build_state(base, tip, cfgname, frag + MATRIX[cfgname],
+                                          scope, targets)
     # The base's warnings, from the objects that warned in a build above
     # (base_warnings). A warning make printed itself (ld, objtool) has no
     # object: then the base is built whole, as its own state.
@@ -1063,7 +1062,6 @@ def main():
             objs = [o for o in srcs if o != "(make)"]
             whole |= not objs
             warned.update(objs)
-    base_warn = {}
     if whole:
         progress("base: build (main), whole: a warning of make's own is in a build")
         res, _ = build_state(base, base, "base-whole", frag)
@@ -1073,7 +1071,7 @@ def main():
     if not res["ok"]:
         sys.exit("error: the base does not build in config main:\n  %s" %
                  "\n  ".join(res["detail"]))
-    base_warn["main"] = set(res["warnings"])
+    base_warn = set(res["warnings"])
 
     # The sparse baseline: the base's security/ (where the series lives),
     # plus every other C file the series touches that the base has (v2's
@@ -1084,7 +1082,7 @@ def main():
     base_files = set(gitout("ls-tree", "-r", "--name-only", base["tree"]).splitlines())
     sec_files = sorted({f for f in base_files
                         if f.startswith("security/") and f.endswith(".c")} |
-                       {f for f in changed_files(base, tip)
+                       {f for f in scope["files"]
                         if f.endswith(".c") and f in base_files and
                         not f.startswith(NO_OBJECTS)})
     progress("base: sparse baseline of security/")
@@ -1102,52 +1100,41 @@ def main():
         rows.append(row)
         prev = states[st["n"] - 1]
         print("  -- patch %d/%d: %s" % (st["n"], len(names), st["subject"]), flush=True)
-        cell(row, "apply", True)
+        cell(row, "apply")
         progress("checkpatch")
-        res, c = gate_checkpatch(st)
-        cell(row, "checkpatch", res["ok"], res["detail"], c)
+        cell(row, "checkpatch", *gate_checkpatch(st))
         progress("kernel-doc")
-        res, c = gate_kdoc(prev, st)
-        cell(row, "kernel-doc", res["ok"], res["detail"], c)
+        cell(row, "kernel-doc", *gate_kdoc(prev, st))
         res, c = built[st["n"]]
-        if res["ok"]:
-            extra = set(res["warnings"]) - base_warn["main"]
-            new = sorted(extra - charged)
-            charged |= extra
-            cell(row, "build", not new, ["new: " + w for w in new[:10]], c)
-        else:
-            cell(row, "build", False, res["detail"], c)
-        files = changed_files(prev, st)
-        if res["ok"]:
-            progress("sparse")
-            sres, c = sparse_state(base, st, files, frag)
-            if sres["ok"]:
-                new = []
-                for f, ws in sorted(sres["files"].items()):
-                    known = sparse_known.get(f, collections.Counter())
-                    cur = collections.Counter(ws)
-                    new += sorted((cur - known).elements())
-                    sparse_known[f] = cur
-                detail = ["new: " + w for w in new[:10]]
-                if not sres["objs"]:
-                    detail = ["no built C file touched"]
-                cell(row, "sparse", not new, detail, c)
-            else:
-                cell(row, "sparse", False, sres["detail"], c)
-        else:
-            cell(row, "sparse", False, ["not run: the build failed"], False,
-                 status="-")
+        if not res["ok"]:
+            cell(row, "build", res, c)
+            cell(row, "sparse", {"detail": ["not run: the build failed"]}, status="-")
+            continue
+        extra = set(res["warnings"]) - base_warn
+        cell(row, "build", new_in(extra - charged), c)
+        charged |= extra
+        progress("sparse")
+        res, c = sparse_state(base, st, changed_files(prev, st), frag)
+        if not res["ok"]:
+            cell(row, "sparse", res, c)
+            continue
+        new = []
+        for f, ws in sorted(res["files"].items()):
+            cur = collections.Counter(ws)
+            new += sorted((cur - sparse_known.get(f, collections.Counter())).elements())
+            sparse_known[f] = cur
+        cell(row, "sparse", new_in(new) if res["objs"] else
+             {"ok": not new, "detail": ["no built C file touched"]}, c)
     if bad:
         row = "%d %s" % (len(states), bad)
         rows.append(row)
-        cell(row, "apply", False, bad_err)
-        for n, name in enumerate(names[len(states):], len(states) + 1):
-            rows.append("%d %s" % (n, name))
+        cell(row, "apply", {"ok": False, "detail": bad_err})
+        rows += ["%d %s" % (n, name)
+                 for n, name in enumerate(names[len(states):], len(states) + 1)]
 
     # The tip: config matrix and documentation.
-    trow = "tip"
     if len(states) > 1 and not bad:
-        rows.append(trow)
+        rows.append("tip")
         # A warning of the tip in a matrix config is new when the base in
         # that same config did not have it. Only an object that depends on
         # a file the series touches, or on a config symbol whose value
@@ -1155,52 +1142,57 @@ def main():
         # entry (Kconfig alone makes the base's: seconds), can compile
         # differently at the tip than at the base in that config (kbuild's
         # .cmd dependency lists name every header and include/config/SYM
-        # an object reads; the flags are the same). So the
-        # matrix builds record only the warnings of those objects
-        # (in_scope) and compare them with the base's main-config warnings
-        # (base_warnings) instead of building the base in every matrix
-        # config (two more full builds on a cold run). Stricter, never weaker: a warning of
-        # such an object that the base had only in the matrix config
-        # would show up red, and could then be allowed by name.
-        for label, cfgname in (("yama=n", "yama=n"), ("sysctl=n", "sysctl=n"),
-                               ("kunit-test=n", "kunit-test=n")):
-            res, c = matrix[label]
+        # an object reads; the flags are the same). So the matrix builds
+        # record only the warnings of those objects (in_scope) and compare
+        # them with the base's main-config warnings (base_warnings) instead
+        # of building the base in every matrix config (two more full builds
+        # on a cold run). Stricter, never weaker: a warning of such an object
+        # that the base had only in the matrix config would show up red, and
+        # could then be allowed by name (BASE_MATRIX_WARNINGS).
+        for cfgname in MATRIX_GATES:
+            res, c = matrix[cfgname]
             if res.get("none"):
-                cell(trow, label, True, ["no C file of the series is built"], c,
+                cell("tip", cfgname, {"detail": ["no C file of the series is built"]}, c,
                      status="-")
             elif res["ok"]:
-                new = sorted(w for w in set(res["warnings"]) - base_warn["main"]
-                             if not excused(cfgname, w, scope["files"]))
                 alone = ["compiled alone: " + " ".join(res["targets"])] \
                     if res.get("targets") else []
-                cell(trow, label, not new, ["new: " + w for w in new[:10]] or alone, c)
+                new = new_in(w for w in set(res["warnings"]) - base_warn
+                             if not excused(cfgname, w, scope["files"]))
+                cell("tip", cfgname, dict(new, detail=new["detail"] or alone), c)
             else:
-                cell(trow, label, False, res["detail"], c)
+                cell("tip", cfgname, res, c)
         # KUnit test on: the main config of the tip (built above).
         res, c = built[tip["n"]]
-        kt = (res.get("config") or {}).get("CONFIG_SECURITY_YAMA_KUNIT_TEST")
         if not res["ok"]:
-            cell(trow, "kunit-test=y", False, res["detail"], c)
-        elif kt == "y":
-            new = sorted(set(res["warnings"]) - base_warn["main"])
-            cell(trow, "kunit-test=y", not new, ["new: " + w for w in new[:10]], c)
+            cell("tip", "kunit-test=y", res, c)
+        elif (res.get("config") or {}).get("CONFIG_SECURITY_YAMA_KUNIT_TEST") == "y":
+            cell("tip", "kunit-test=y", new_in(set(res["warnings"]) - base_warn), c)
         else:
-            cell(trow, "kunit-test=y", True,
-                 ["CONFIG_SECURITY_YAMA_KUNIT_TEST not in the series (yet)"], c,
+            cell("tip", "kunit-test=y",
+                 {"detail": ["CONFIG_SECURITY_YAMA_KUNIT_TEST not in the series (yet)"]}, c,
                  status="-")
         progress("tip: rst")
-        touched = changed_files(base, tip)
-        rsts = sorted({f for f in touched if f.endswith(".rst")} |
-                      ({"Documentation/admin-guide/LSM/Yama.rst"}))
-        res = rst_check(tip, rsts)
-        cell(trow, "rst", res["ok"], res["detail"])
+        cell("tip", "rst", rst_check(tip, sorted(
+            {f for f in scope["files"] if f.endswith(".rst")} |
+            {"Documentation/admin-guide/LSM/Yama.rst"})))
+    return report(names, base, tip, rows, cells)
 
-    # The table.
-    passed = sum(1 for r in cells.values() for c in r.values() if c["status"] == "pass")
-    failed = sum(1 for r in cells.values() for c in r.values() if c["status"] == "FAIL")
-    lines = []
-    width = max([len(r) for r in rows] + [10])
-    width = min(width, 60)
+
+def new_in(warnings):
+    """A cell's result from the warnings a build has that are new."""
+    new = sorted(warnings)
+    return {"ok": not new, "detail": ["new: " + w for w in new[:10]]}
+
+
+def report(names, base, tip, rows, cells):
+    """The table (stdout, OUTP.txt), OUTP.json and OUTP.counts; the exit
+    code."""
+    status = collections.Counter(c["status"] for r in cells.values() for c in r.values())
+    passed, failed = status["pass"], status["FAIL"]
+    width = min(max([len(r) for r in rows] + [10]), 60)
+    lines = ["Series gates: %s on base %s, tip %s" % (
+        SERIES_DIR, base["commit"][:12], tip["commit"][:12])]
 
     def table(gates, rws):
         lines.append("%-*s  %s" % (width, "patch", "  ".join("%-12s" % g for g in gates)))
@@ -1209,38 +1201,30 @@ def main():
                 "%-12s" % cells.get(r, {}).get(g, {"status": "-"})["status"]
                 for g in gates)))
 
-    lines.append("Series gates: %s on base %s, tip %s" % (
-        SERIES_DIR, base["commit"][:12], tip["commit"][:12]))
-    table(PATCH_GATES, [r for r in rows if r != trow])
-    if trow in cells:
+    table(PATCH_GATES, [r for r in rows if r != "tip"])
+    if "tip" in cells:
         lines.append("")
-        table(TIP_GATES, [trow])
+        table(TIP_GATES, ["tip"])
     red = [(r, g, c) for r in rows for g, c in cells.get(r, {}).items()
            if c["status"] == "FAIL"]
     if red:
-        lines.append("")
-        lines.append("Red cells:")
+        lines += ["", "Red cells:"]
         for r, g, c in red:
             lines.append("  %s / %s:" % (r, g))
             lines += ["    " + d for d in (c["detail"] or ["(no detail)"])[:8]]
-    lines.append("")
-    lines.append("%d cells passed, %d failed" % (passed, failed))
+    lines += ["", "%d cells passed, %d failed" % (passed, failed)]
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(OUTP), exist_ok=True)
-    with open(OUTP + ".txt", "w") as f:
-        f.write(text)
-    with open(OUTP + ".json", "w") as f:
-        json.dump({"series_dir": SERIES_DIR, "base": base["commit"],
-                   "tip": tip["commit"], "tip_tree": tip["tree"],
-                   "patches": names, "rows": rows, "patch_gates": PATCH_GATES,
-                   "tip_gates": TIP_GATES, "cells": cells, "passed": passed,
-                   "sysctl_n": "whole" if SYSCTL_N_WHOLE else "objects",
-                   "linker": (link_args(ODIR_MAIN) or ["LD=ld"])[0][3:],
-                   "failed": failed, "elapsed": int(time.time() - T0),
-                   "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-                  f, indent=1)
-    with open(OUTP + ".counts", "w") as f:
-        f.write("%d %d\n" % (passed, failed))
+    write(OUTP + ".txt", text)
+    write(OUTP + ".json", json.dumps({
+        "series_dir": SERIES_DIR, "base": base["commit"], "tip": tip["commit"],
+        "tip_tree": tip["tree"], "patches": names, "rows": rows,
+        "patch_gates": PATCH_GATES, "tip_gates": TIP_GATES, "cells": cells,
+        "passed": passed, "sysctl_n": SYSCTL_N,
+        "linker": (link_args(ODIR_MAIN) or ["LD=ld"])[0][3:],
+        "failed": failed, "elapsed": int(time.time() - T0),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
+    write(OUTP + ".counts", "%d %d\n" % (passed, failed))
     print(text, end="")
     print("  results: %s.txt, %s.json" % (OUTP, OUTP), flush=True)
     return 1 if failed or not names else 0
