@@ -37,6 +37,7 @@ SERIES_CHECK_SYSCTL_N (objects, the default, or whole).
 import collections
 import fcntl
 import hashlib
+import io
 import json
 import os
 import re
@@ -268,6 +269,7 @@ def keep(key, res):
     write(os.path.join(CACHE, key + ".json"), json.dumps(res, indent=1), atomic=True)
     return res, False
 
+
 # ---------------------------------------------------------------- warnings
 ANSI = re.compile(r"\x1b\[[0-9;]*[mK]")
 DIAG = re.compile(r"(^|[\s:])(warning|error|WARNING|ERROR):")
@@ -287,18 +289,15 @@ def norm(line):
 
 
 def diag_lines(text):
-    out = []
-    for line in text.splitlines():
-        line = ANSI.sub("", line)
-        if DIAG.search(line) and not line.lstrip().startswith("|"):
-            out.append(line.rstrip())
-    return out
+    """The diagnostic lines of text, without colours and without gcc's
+    quoted source lines ("  12 | code")."""
+    lines = (ANSI.sub("", l) for l in text.splitlines())
+    return [l.rstrip() for l in lines if DIAG.search(l) and not l.lstrip().startswith("|")]
 
 
 def warn_file(path):
     """The warnings cc-wrap kept of one object (OBJ.warn), normalised."""
-    with open(path, errors="replace") as f:
-        return {norm(l) for l in diag_lines(f.read())}
+    return {norm(l) for l in diag_lines(read(path, errors="replace"))}
 
 
 def make_diags(output):
@@ -424,19 +423,17 @@ def kernel_files(files, odir=None):
     odir read (its .cmd files list every source and header each object
     read: lib/test_printf.c includes a header of tools/testing/). Without
     a build there to tell, every file may be read."""
-    read = [f for f in files if not f.startswith(NOT_KERNEL) or
-            os.path.basename(f).startswith("Kconfig")]
-    rest = [f for f in files if f not in read]
+    reads = [f for f in files if not f.startswith(NOT_KERNEL) or
+             os.path.basename(f).startswith("Kconfig")]
+    rest = [f for f in files if f not in reads]
     if not rest:
-        return read
+        return reads
     if not odir or not os.path.exists(os.path.join(odir, "include/config/auto.conf.cmd")):
-        return read + rest
-    for f in rest:
-        # grep -F: a longer path that contains f counts too (stricter)
-        rc = subprocess.run(["grep", "-rqF", "--include=.*.cmd", f, odir]).returncode
-        if rc != 1:
-            read.append(f)
-    return [f for f in files if f in read]
+        return reads + rest
+    # grep -F: a longer path that contains f counts too (stricter)
+    reads += [f for f in rest
+              if subprocess.run(["grep", "-rqF", "--include=.*.cmd", f, odir]).returncode != 1]
+    return [f for f in files if f in reads]
 
 
 def build_all(states, build, changed, shared=lambda st, of: None):
@@ -656,14 +653,14 @@ def kconfig_inputs(commit):
     top Makefile and the arch Makefiles it includes (the version and the
     variables they export), as one hash of their blob ids. Kept per
     commit."""
-    def read(path):
+    def kconfig_reads(path):
         return path == "Makefile" or path.startswith("scripts/") or \
             re.match(r"arch/[^/]+/Makefile$", path) or \
             "Kconfig" in path.rsplit("/", 1)[-1]
     if commit not in KCONFIG_INPUTS:
         listing = gitout("ls-tree", "-r", commit)
         KCONFIG_INPUTS[commit] = sha("\n".join(
-            l for l in listing.splitlines() if read(l.split("\t", 1)[1])))
+            l for l in listing.splitlines() if kconfig_reads(l.split("\t", 1)[1])))
     return KCONFIG_INPUTS[commit]
 
 
@@ -716,9 +713,8 @@ def members():
     for a in ("vmlinux.a", "lib/lib.a", "arch/x86/lib/lib.a"):
         if os.path.exists(os.path.join(ODIR, a)):
             # ar prints thin members relative to its working directory
-            rc, out = run(["ar", "t", a], cwd=ODIR)
-            for l in out.splitlines():
-                objs.add(os.path.normpath(os.path.join(ODIR, l.strip())))
+            objs.update(os.path.normpath(os.path.join(ODIR, l.strip()))
+                        for l in run(["ar", "t", a], cwd=ODIR)[1].splitlines())
     return objs
 
 
@@ -955,22 +951,21 @@ SPHINX = {"doc", "ref", "c:func", "c:type", "c:macro", "c:data", "c:member",
 
 
 def rst_check(state, paths):
+    """docutils' errors in the rst files `paths` of `state`; Sphinx's own
+    roles and directives (SPHINX) are not errors."""
     try:
         import docutils.core
         import docutils.nodes
-        import docutils.utils
     except ImportError:
         return {"ok": False, "detail": ["python3-docutils is missing"]}
-    import io
     problems = []
     for p in paths:
         text = blob(state, p)
         if text is None:
             continue
-        stream = io.StringIO()
         doc = docutils.core.publish_doctree(
             text, source_path=p, settings_overrides={
-                "report_level": 5, "halt_level": 5, "warning_stream": stream,
+                "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(),
                 "file_insertion_enabled": False, "raw_enabled": False})
         walk = doc.findall if hasattr(doc, "findall") else doc.traverse
         for msg in walk(docutils.nodes.system_message):
