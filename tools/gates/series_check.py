@@ -438,11 +438,10 @@ def kernel_files(files, odir=None):
 
 def build_all(states, build, changed, shared=lambda st, of: None):
     """Build every state, the last first and then back to the first; a
-    state whose difference from the state built last (changed(a, b): the
-    files that differ) is read by no kernel build shares that build's result
-    (same sources, same objects, same warnings). build(state) -> result;
-    shared(state, state built) is called for each state that shares.
-    Returns {state number: (result, of which state)}."""
+    state whose difference from the state built last (changed(a, b)) is
+    read by no kernel build shares that build's result (same sources,
+    objects and warnings): then shared(state, state built) is called.
+    build(state) -> result. Returns {state number: (result, of which state)}."""
     built = {}
     later = None
     for st in reversed(states):
@@ -588,11 +587,10 @@ def make(args, log=None):
 def base_config(base, frag):
     """allnoconfig of the base with the main fragment: the symbols the
     series adds are unknown there, so olddefconfig later gives them their
-    defaults instead of allnoconfig's n. Made once (kept in cfg/), in a
-    directory of its own (o-config, Kconfig only), with the base checked
-    out; call it before any state is checked out for a build.
-    Also the base's config of every matrix config (main + its fragment,
-    olddefconfig; Kconfig only, seconds): base_matrix_config()."""
+    defaults instead of allnoconfig's n. Made once (kept in cfg/), in
+    o-config (Kconfig only), with the base checked out: call it before any
+    state is checked out for a build. Also makes the base's .config of
+    every matrix config (base_matrix_config(); Kconfig only, seconds)."""
     path = base_config_path(base, frag)
     if os.path.exists(path):
         return read(path)
@@ -668,15 +666,15 @@ KCONFIG_INPUTS = {}
 
 
 def configure(base, cfgname, frag):
-    """Write .config for the checked-out state; return it. Every config is
-    the main config's allnoconfig at the base plus its fragment, through
-    olddefconfig: a matrix config differs from the main one only where its
-    fragment says, and symbols the series adds get their defaults.
-    olddefconfig takes about 7 s (the compiler probes of Kconfig): its
-    result is kept by its input, the state's Kconfig inputs, the linker and
-    the toolchain (cfg/olddef-KEY.config), so a state whose Kconfig files
-    equal an earlier one's is not configured again, and a .config that is
-    already right is not rewritten (make then does not run syncconfig)."""
+    """Write .config for the checked-out state; return it and olddefconfig's
+    output. Every config is the main config's allnoconfig at the base plus
+    its fragment, through olddefconfig: a matrix config differs from the
+    main one only where its fragment says, and symbols the series adds get
+    their defaults. olddefconfig takes about 7 s (Kconfig's compiler
+    probes): its result is kept by its input, the state's Kconfig inputs,
+    the linker and the toolchain (cfg/olddef-KEY.config), so a state whose
+    Kconfig files equal an earlier one's is not configured again, and a
+    right .config is not rewritten (make then does not run syncconfig)."""
     text = base_config(base, MAIN_FRAG[0]) + "\n" + frag
     os.makedirs(ODIR, exist_ok=True)
     cfg = os.path.join(ODIR, ".config")
@@ -755,13 +753,12 @@ def line_in_scope(line, scope, objs):
 
 def state_warnings(output, scope=None, targets=None):
     """All warnings of the current build state: the compiler's, kept per
-    object by cc-wrap (also for objects this build did not recompile),
-    and the ones make printed itself (objtool, kernel-doc, ld, modpost).
-    With a scope (the tip's matrix builds), only the warnings of objects
-    in_scope(): see main() for why that is enough.
+    object by cc-wrap (also for objects this build did not recompile), and
+    make's own (make_diags). With a scope (the tip's matrix builds), only
+    those of objects in_scope() (main() says why that is enough); with
+    targets (objects built alone, no vmlinux), those objects' only.
     Returns the warnings and, per warning, the objects that gave it
-    (relative to the build directory; "(make)" for make's own lines).
-    With targets (objects built alone, no vmlinux), those objects only."""
+    (relative to the build directory; "(make)" for make's own lines)."""
     objs = {os.path.join(ODIR, t) for t in targets} if targets else members()
     warns = set()
     sources = collections.defaultdict(set)
@@ -839,16 +836,13 @@ def build_state(base, state, cfgname, frag, scope=None, targets=None):
 
 
 def base_warnings(base, frag, objs):
-    """The base's warnings in the main config, from the given objects only
-    (make W=1 of just those, in o-main): the objects that gave a warning in
-    some build of the series. A warning of the series is new when the base
-    did not have it; only an object that warns in the series can tell, so
-    the base is never built whole. An object the base does not build in
-    the main config (its source is new, its symbol is off at the base, or
-    it belongs to a matrix config only) is not made (make -k goes on past
-    it): its warnings count as new, as when the base was built whole in
-    the main config only. Also make's own lines about an object (objtool)
-    are taken from make's output."""
+    """The base's warnings in the main config from the given objects only,
+    those that warn in some build of the series (make -k W=1 of just them,
+    in o-main): only such an object can tell a new warning from the base's,
+    so the base is never built whole. An object the base does not build in
+    the main config (new source, symbol off at the base, a matrix config's
+    only) is not made: its warnings count as new. make's own lines about
+    a made object (objtool) count too."""
     use_odir("main")
     objs = sorted(objs)
     key = sha("base-warnings-2", TOOLS, frag, base["tree"], *objs)
@@ -1013,9 +1007,8 @@ def main():
 
     # The builds, tip first and then back to patch 1: the tip is the one
     # full build (patch 1 changes include/linux/security.h, which nearly
-    # every object reads, and no later patch does), each earlier state
-    # rebuilds only what its patch changed. Then the tip's matrix. All
-    # results are cached; the table below is made from them in order.
+    # every object reads), each earlier state rebuilds only what its patch
+    # changed. Then the tip's matrix. The table is made from the results.
     def build_main(st):
         progress("build (main) of patch %d/%d" % (st["n"], len(names)))
         return build_state(base, st, "main", frag)
@@ -1068,12 +1061,11 @@ def main():
                  "\n  ".join(res["detail"]))
     base_warn = set(res["warnings"])
 
-    # The sparse baseline: the base's security/ (where the series lives),
-    # plus every other C file the series touches that the base has (v2's
-    # first patch touches fs/namei.c, whose sparse context warnings are the
-    # base's own). Taken at the base after the builds (sparse_targets
-    # needs the objects' .cmd files to know what the config builds), with
-    # base_warnings, so the base is checked out once.
+    # The sparse baseline: the base's security/ (where the series lives)
+    # and the other C files the series touches that the base has (fs/namei.c
+    # has sparse context warnings of its own). Taken after the builds
+    # (sparse_targets needs their .cmd files), with base_warnings, so the
+    # base is checked out once.
     base_files = set(gitout("ls-tree", "-r", "--name-only", base["tree"]).splitlines())
     sec_files = sorted({f for f in base_files
                         if f.startswith("security/") and f.endswith(".c")} |
@@ -1131,19 +1123,15 @@ def main():
     if len(states) > 1 and not bad:
         rows.append("tip")
         # A warning of the tip in a matrix config is new when the base in
-        # that same config did not have it. Only an object that depends on
-        # a file the series touches, or on a config symbol whose value
-        # differs between the base's and the tip's .config of that matrix
-        # entry (Kconfig alone makes the base's: seconds), can compile
-        # differently at the tip than at the base in that config (kbuild's
-        # .cmd dependency lists name every header and include/config/SYM
-        # an object reads; the flags are the same). So the matrix builds
-        # record only the warnings of those objects (in_scope) and compare
-        # them with the base's main-config warnings (base_warnings) instead
+        # that config did not have it. Only an object that reads a touched
+        # file or a symbol whose value differs between the base's and the
+        # tip's .config of that entry can compile differently at the two
+        # (in_scope), so the matrix builds record only those objects'
+        # warnings and compare them with the base's main-config ones instead
         # of building the base in every matrix config (two more full builds
-        # on a cold run). Stricter, never weaker: a warning of such an object
-        # that the base had only in the matrix config would show up red, and
-        # could then be allowed by name (BASE_MATRIX_WARNINGS).
+        # on a cold run). Stricter, never weaker: a warning such an object
+        # had at the base only in the matrix config shows up red, and can
+        # then be allowed by name (BASE_MATRIX_WARNINGS).
         for cfgname in MATRIX_GATES:
             res, c = matrix[cfgname]
             if res.get("none"):
