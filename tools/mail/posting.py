@@ -15,9 +15,9 @@ Nothing is ever sent: the b4 tree's sendemail.smtpserver is a local script
 
 Environment: WS, BUILD, OUT, TREE, RESULTS, SENDER_NAME, SENDER_EMAIL,
 SENDER_SOURCE (from lib.sh, which has them from tools/identity; without
-them posting.py asks tools/identity itself); SERIES_DIR (default $WS/series); B4_CONFIG (default
-$WS/.b4-config); COVER_DIR (default $WS/cover-letter); POSTING_OUT (default
-$OUT/posting); POSTING_WORK (default $BUILD/posting).
+them posting.py asks tools/identity itself); SERIES_DIR (default $WS/series);
+B4_CONFIG (default $WS/.b4-config); COVER_DIR (default $WS/cover-letter);
+POSTING_OUT (default $OUT/posting); POSTING_WORK (default $BUILD/posting).
 """
 
 import email
@@ -66,10 +66,9 @@ def identity():
 
 def placeholder():
     """The placeholder identity, (name, email), from tools/identity."""
-    out = subprocess.run([IDENTITY, "--placeholder"], stdout=subprocess.PIPE,
-                         universal_newlines=True, check=True).stdout.strip()
-    name, addr = email.utils.parseaddr(out)
-    return name, addr
+    return email.utils.parseaddr(subprocess.run(
+        [IDENTITY, "--placeholder"], stdout=subprocess.PIPE, universal_newlines=True,
+        check=True).stdout.strip())
 
 
 SENDER_NAME, SENDER_EMAIL, SENDER_SOURCE = identity()
@@ -104,10 +103,8 @@ def run(cmd, cwd=None, env=None, inp=None, check=True, what=None):
 
 
 def run_rc(cmd, cwd=None, env=None, inp=None, check=True, what=None):
-    e = dict(os.environ)
-    e["LC_ALL"] = "C.UTF-8"
-    if env:
-        e.update(env)
+    e = dict(os.environ, LC_ALL="C.UTF-8")
+    e.update(env or {})
     p = subprocess.run(cmd, cwd=cwd, env=e, input=inp, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True,
                        errors="replace")
@@ -235,16 +232,12 @@ def unchanged_since_posted(tree):
     if not revs or not tree:
         return None
     n = revs[-1]
-    if read(posted(n, "tree")) != tree:
-        return None
-    messages = read(posted(n, "messages"))
-    if messages is not None and messages != series_messages():
-        return None
-    kept = read(posted(n, "cover.txt"))
-    if kept is not None and kept != read(os.path.join(COVER_DIR, "cover.txt")):
-        return None
+    messages, kept = read(posted(n, "messages")), read(posted(n, "cover.txt"))
     ch = read(changelog(n + 1))
-    if ch and not ch.startswith(NO_CHANGE):
+    if (read(posted(n, "tree")) != tree
+            or messages is not None and messages != series_messages()
+            or kept is not None and kept != read(os.path.join(COVER_DIR, "cover.txt"))
+            or ch and not ch.startswith(NO_CHANGE)):
         return None
     return n
 
@@ -256,9 +249,7 @@ def current_revision(tree=None):
     """The revision being prepared: vN+1 after the last recorded vN, or vN
     itself when TREE (the series' tree) and the cover are unchanged."""
     revs = posted_revisions()
-    if unchanged_since_posted(tree):
-        return revs[-1]
-    return (revs[-1] + 1) if revs else 1
+    return unchanged_since_posted(tree) or (revs[-1] + 1 if revs else 1)
 
 
 def cover_msgid(mbox_path):
@@ -279,6 +270,17 @@ def load_json(name):
         return None
 
 
+def fill(text, indent="  ", first="", hyphens=False, **kw):
+    """TEXT filled to 72 columns, as the entries of the cover's lists."""
+    return textwrap.fill(text, width=72, initial_indent=first, subsequent_indent=indent,
+                         break_on_hyphens=hyphens, **kw)
+
+
+def cases(k):
+    """The number of cases of a KUnit summary, each counted once."""
+    return sum(k.get(c, 0) for c in ("passed", "failed", "crashed", "skipped"))
+
+
 def kunit_lines(kj):
     """The KUnit entry from build/results/kunit.json as tools/kunit writes
     it ({"default": {passed, failed, crashed, skipped, suites: {...}}}, the
@@ -286,16 +288,13 @@ def kunit_lines(kj):
     k = kj.get("default") if isinstance(kj, dict) else None
     if not isinstance(k, dict):
         return ["- KUnit: not run in this workspace."]
-    suites = {n: sum(v.get(c, 0) for c in ("passed", "failed", "crashed", "skipped"))
-              for n, v in k.get("suites", {}).items()}
+    suites = {n: cases(v) for n, v in k.get("suites", {}).items()}
     bad = [k.get(c, 0) for c in ("failed", "crashed", "skipped")]
-    text = "- KUnit (`make kunit`: kunit.py exec --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on)." % (
+    return [fill("- KUnit (`make kunit`: kunit.py exec --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on)." % (
         sum(suites.values()), len(suites),
         ", ".join("%s %d" % nv for nv in sorted(suites.items())),
         "NOT all passed: %d failed, %d crashed, %d skipped" % tuple(bad) if any(bad)
-        else "all passed")
-    return [textwrap.fill(text, width=72, subsequent_indent="  ",
-                          break_on_hyphens=False)]
+        else "all passed"))]
 
 
 def selftests_lines(sj):
@@ -314,19 +313,15 @@ def selftests_lines(sj):
                          if w.split("=")[0] not in ("console", "panic", "rdinit",
                                                     "kunit.enable")
                          and not w.startswith(("selftests.", "vfsdiff.")))
-        out.append(textwrap.fill("- %s: %d/%d/%d%s" % (
+        out.append(fill("- %s: %d/%d/%d%s" % (
             name, v.get("pass", 0), v.get("fail", 0), v.get("skip", 0),
-            " (%s)" % extra if extra else ""), width=72, initial_indent="  ",
-            subsequent_indent="    ", break_long_words=False, break_on_hyphens=False))
-        d = v.get("counts", {}).get("vfs_diff")
-        if d:
-            diff = d
+            " (%s)" % extra if extra else ""), "    ", "  ", break_long_words=False))
+        diff = v.get("counts", {}).get("vfs_diff") or diff
     if diff:
-        out.append(textwrap.fill(
+        out.append(fill(
             "- Differential test (selftests/vfs-diff, the vfs-diff boot): seed %s, %s cases of symlink follows and hardlinks, each run with only the VFS's rule on (fs.protected_*=1) and with only Yama's (kernel.yama.*=1): %s agree, %s disagree. Another seed: `make vfs-diff VFSDIFF_SEED=N`." % (
                 diff.get("seed"), diff.get("cases"), diff.get("agree"),
-                diff.get("disagree")),
-            width=72, subsequent_indent="  ", break_on_hyphens=False))
+                diff.get("disagree"))))
     return out
 
 
@@ -340,14 +335,13 @@ def debug_lines(dj, tip_tree):
     stale = "" if dj.get("tip_tree") == tip_tree and not dj.get("tree_edited") \
         else " (NOTE: for another state of the series)"
     if "kunit" not in dj:
-        return [textwrap.fill("- Debug kernel (`make check-debug`)%s: FAILED, the run stopped: %s" % (
-            stale, dj["stopped"]), width=72, subsequent_indent="  ",
-            break_on_hyphens=False)]
+        return [fill("- Debug kernel (`make check-debug`)%s: FAILED, the run stopped: %s" % (
+            stale, dj["stopped"]))]
     k = dj["kunit"]
     why = []
-    if dj.get("failed", 0) + k.get("failed", 0) + k.get("crashed", 0):
-        why.append("%d case(s) failed" % (dj.get("failed", 0) + k.get("failed", 0) +
-                                          k.get("crashed", 0)))
+    failed = dj.get("failed", 0) + k.get("failed", 0) + k.get("crashed", 0)
+    if failed:
+        why.append("%d case(s) failed" % failed)
     if dj.get("problems"):
         why.append("%d kernel report(s) or problem(s)" % len(dj["problems"]))
     if dj.get("gates_rc"):
@@ -355,34 +349,30 @@ def debug_lines(dj, tip_tree):
     if dj.get("verdict") != "pass" and not why:
         why.append("the run did not finish")
     text = "- Debug kernel (`make check-debug`)%s: lockdep, PROVE_RCU, KASAN, KFENCE, DEBUG_OBJECTS, panic_on_warn=1, one boot: %d KUnit cases and %d kselftest, stress and bad-input cases (%d skipped), %s." % (
-        stale, sum(k.get(c, 0) for c in ("passed", "failed", "crashed", "skipped")),
-        dj.get("cases", 0), dj.get("skipped", 0),
+        stale, cases(k), dj.get("cases", 0), dj.get("skipped", 0),
         "FAILED: " + ", ".join(why) if why else "all passed")
     st = dj.get("stress")
     if st:
         text += " Stress: %d operations, %d decisions judged, %d wrong." % (
             st.get("operations", 0), st.get("judged", 0), st.get("wrong", 0))
-    return [textwrap.fill(text, width=72, subsequent_indent="  ",
-                          break_on_hyphens=False)]
+    return [fill(text)]
 
 
 def testing_section(tip_tree):
     out = ["Testing (generated by the workspace from its last `make check` and",
            "`make check-debug`):", ""]
-    # Gates
     sc = load_json("series-check.json")
     if sc:
         stale = "" if sc.get("tip_tree") == tip_tree else \
             " (NOTE: for an earlier state of the series)"
-        out.append(textwrap.fill("- Series gates (`make series-check`)%s: %s cells passed, %s failed over %d patches." % (
-            stale, sc.get("passed"), sc.get("failed"), len(sc.get("patches", []))),
-            width=72, subsequent_indent="  "))
+        out.append(fill("- Series gates (`make series-check`)%s: %s cells passed, %s failed over %d patches." % (
+            stale, sc.get("passed"), sc.get("failed"), len(sc.get("patches", []))), hyphens=True))
         linker = {"ld.lld": " (gcc, ld.lld)"}.get(sc.get("linker"), "")
-        out.append(textwrap.fill(
+        out.append(fill(
             "Each patch applied on the ones before it: checkpatch.pl --strict "
             "--codespell, an x86_64 W=1 build%s with no warning the base did not "
             "have, sparse (C=2) on the files it touches, kernel-doc." % linker,
-            width=72, initial_indent="  ", subsequent_indent="  "))
+            first="  ", hyphens=True))
         tip = (sc.get("cells") or {}).get("tip", {})
         names = {"yama=n": "SECURITY_YAMA=n",
                  "sysctl=n": "SYSCTL=n" if sc.get("sysctl_n") != "objects"
@@ -392,9 +382,9 @@ def testing_section(tip_tree):
         done = [names.get(g, g) for g in sc.get("tip_gates", []) if tip.get(g, {}).get("status") == "pass"]
         bad = [names.get(g, g) for g in sc.get("tip_gates", []) if tip.get(g, {}).get("status") == "FAIL"]
         if done:
-            out.append(textwrap.fill("The tip built with %s: passed%s." % (
+            out.append(fill("The tip built with %s: passed%s." % (
                 ", ".join(done), ("; failed: " + ", ".join(bad)) if bad else ""),
-                width=72, initial_indent="  ", subsequent_indent="  "))
+                first="  ", hyphens=True))
     else:
         out.append("- Series gates (checkpatch, W=1/sparse builds): not run in this workspace.")
     out += kunit_lines(load_json("kunit.json"))
@@ -406,24 +396,17 @@ def testing_section(tip_tree):
 def rewrap_entries(text, width=72):
     """Refill each "- " entry of a changelog (continuation lines indented)
     to WIDTH columns, so that entries stay tidy whatever [[...]] became."""
-    entries, out = [], []
+    entries = []
     for line in text.splitlines():
         if line.startswith("- "):
             entries.append([line[2:].strip()])
         elif line.startswith("  ") and line.strip() and entries:
             entries[-1].append(line.strip())
         else:
-            entries.append(None if not line.strip() else line)
-    for e in entries:
-        if e is None:
-            out.append("")
-        elif isinstance(e, str):
-            out.append(e)
-        else:
-            out.append(textwrap.fill(" ".join(e), width=width, initial_indent="- ",
-                                     subsequent_indent="  ", break_long_words=False,
-                                     break_on_hyphens=False))
-    return "\n".join(out)
+            entries.append(line if line.strip() else "")
+    return "\n".join(e if isinstance(e, str) else textwrap.fill(
+        " ".join(e), width=width, initial_indent="- ", subsequent_indent="  ",
+        break_long_words=False, break_on_hyphens=False) for e in entries)
 
 
 def changes_section(rev, subjects=None):
@@ -507,9 +490,8 @@ def compose_cover(rev, tip_tree, subjects=None):
         for para in text.split("\n\n"):
             if para.startswith("[["):
                 words = resolve_refs(para, subjects).split()
-                para = textwrap.fill(" ".join(words), width=72,
-                                     subsequent_indent=" " * max(4, len(words[0]) + 1),
-                                     break_long_words=False, break_on_hyphens=False)
+                para = fill(" ".join(words), " " * max(4, len(words[0]) + 1),
+                            break_long_words=False)
             paras.append(para)
         text = resolve_refs("\n\n".join(paras), subjects)
     text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
@@ -582,11 +564,10 @@ def prepare_tree(names, rev, cover_text, base):
     # change-id and revision; its text is then put in with b4 --edit-cover.
     tracking = {"series": {"revision": rev, "change-id": change_id(),
                            "base-branch": None, "prefixes": []}}
-    placeholder = ("EDITME: cover title\n\nEDITME: replaced by tools/posting\n\n"
-                   "%s\n# This section is used internally by b4 prep for tracking "
-                   "purposes.\n%s\n" % (MAGIC, json.dumps(tracking, indent=2)))
-    pgit("commit", "-q", "--allow-empty", "--no-verify", "-F", "-",
-         inp=placeholder, env=env_id)
+    stub = ("EDITME: cover title\n\nEDITME: replaced by tools/posting\n\n"
+            "%s\n# This section is used internally by b4 prep for tracking "
+            "purposes.\n%s\n" % (MAGIC, json.dumps(tracking, indent=2)))
+    pgit("commit", "-q", "--allow-empty", "--no-verify", "-F", "-", inp=stub, env=env_id)
     # The series, applied as a maintainer would (Signed-off-by of the sender
     # added when the sender is not the author).
     for n, name in enumerate(names, 1):
@@ -613,7 +594,7 @@ def prepare_tree(names, rev, cover_text, base):
     return pgit("rev-parse", "HEAD^{tree}").strip()
 
 
-def write_posting(rev, outdir):
+def write_posting(outdir):
     if os.path.isdir(outdir):
         shutil.rmtree(outdir)
     os.makedirs(outdir)
@@ -627,19 +608,15 @@ def write_posting(rev, outdir):
     # linefeed"); the .eml files stay as b4 wrote them.
     with open(os.path.join(outdir, "thread.mbox"), "wb") as mb:
         for fn in emls:
-            data = open(os.path.join(outdir, fn), "rb").read()
-            head, sep, body = data.partition(b"\n\n")
+            with open(os.path.join(outdir, fn), "rb") as f:
+                head, sep, body = f.read().partition(b"\n\n")
             head = re.sub(rb"(?im)^(Subject:.*?)((?:\n[ \t]+.*)+)$",
                           lambda m: m.group(1) + re.sub(rb"\n[ \t]+", b" ", m.group(2)), head)
             data = head + sep + body
             mb.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
             for line in data.splitlines(keepends=True):
-                if re.match(rb"^>*From ", line):
-                    line = b">" + line
-                mb.write(line)
-            if not data.endswith(b"\n"):
-                mb.write(b"\n")
-            mb.write(b"\n")
+                mb.write(b">" + line if re.match(rb"^>*From ", line) else line)
+            mb.write(b"\n" if data.endswith(b"\n") else b"\n\n")
     return emls
 
 
@@ -685,10 +662,9 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
     nums = [p[0] for p, m in info]
     if nums != list(range(0, M + 1)):
         problems.append("messages are numbered %s, expected 0..%d in order" % (nums, M))
-    cover = [m for p, m in info if p[0] == 0]
-    if not cover:
+    cover = next((m for p, m in info if p[0] == 0), None)
+    if cover is None:
         return problems + ["no cover letter 0/%d" % M]
-    cover = cover[0]
     cid = cover["Message-ID"].strip()
     csubj = parse_subject(cover["Subject"])[2]
     if not csubj.startswith("security: Yama LSM"):
@@ -723,7 +699,7 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         os.unlink(am_input)
     run([sys.executable, os.path.join(HERE, "mbox-patches"), mbox_path, am_input])
     rc, out = run_rc(vgit + ["am", "-q", am_input], env=env, check=False)
-    info_tree = None
+    got = None
     if rc:
         run(vgit + ["am", "--abort"], check=False)
         problems.append("git am of thread.mbox onto the base fails:\n" + indent(out.strip()))
@@ -735,7 +711,6 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         if expect_tree and got != expect_tree:
             problems.append("git am of thread.mbox gives tree %s, the series tip has %s" % (
                 got, expect_tree))
-        info_tree = got
         # To/Cc: what get_maintainer.pl names for each patch's files, in the
         # tree the patches give (its MAINTAINERS, as b4 prep --auto-to-cc).
         # The series lint (the To/Cc check among its checks).
@@ -777,7 +752,7 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         say("proof: %d messages (cover + %d patches), all with From/To/Subject/"
             "Message-ID, threaded under %s" % (M + 1, M, cid))
         say("proof: git am onto base %s -> tree %s%s" % (
-            base[:12], info_tree, " = series tip" if expect_tree else ""))
+            base[:12], got, " = series tip" if expect_tree else ""))
         say("proof: b4 --offline-mode am -m thread.mbox: %d patches" % M)
         say("proof: sender %s <%s> (%s)%s" % (
             SENDER_NAME, SENDER_EMAIL, SENDER_SOURCE,
@@ -952,15 +927,22 @@ def kdoc_warnings(tree, rev, path):
     return sum(1 for l in out.splitlines() if "warning" in l.lower() or "error" in l.lower())
 
 
+def checked(name, bad, good):
+    """A check's (name, verdict, detail): fail with the problems BAD, else pass."""
+    return (name, "fail" if bad else "pass", "; ".join(bad) or good)
+
+
 def lint(info, tree, base, meant_to_send=True):
     """The checks; returns [(name, verdict, detail)], verdict pass/fail/warn/skip."""
     res = []
     pats = [(p, m) for p, m in info if p[0] > 0]
     texts = {p[0]: message_text(m) for p, m in pats}
+    # the commit messages: up to the "---" line
+    msgs = {n: t.split("\n---\n")[0] for n, t in texts.items()}
     M = pats[0][0][1] if pats else 0
-    # series format
+    has_cover = any(p[0] == 0 for p, m in info)
     bad = []
-    if not any(p[0] == 0 for p, m in info):
+    if not has_cover:
         bad.append("no cover letter (0/%d)" % M)
     if M > MAX_PATCHES:
         bad.append("%d patches, more than %d in one series" % (M, MAX_PATCHES))
@@ -970,15 +952,12 @@ def lint(info, tree, base, meant_to_send=True):
         bad.append("subject prefixes differ: %s" % ", ".join("[%s]" % x for x in sorted(prefixes)))
     res.append(("series-format", "fail" if bad else "pass", "; ".join(bad) or
                 "cover + %d patches, prefix [%s n/%d]" % (M, prefixes.pop(), M)))
-    # To/Cc: what get_maintainer.pl names
-    if os.path.exists(os.path.join(tree, "scripts", "get_maintainer.pl")) and \
-            any(p[0] == 0 for p, m in info):
-        bad = check_recipients(info, tree)
-        res.append(("cc-maintainers", "fail" if bad else "pass", "; ".join(bad) or
-                    "every address get_maintainer.pl names is in To/Cc"))
+    if os.path.exists(os.path.join(tree, "scripts", "get_maintainer.pl")) and has_cover:
+        res.append(checked("cc-maintainers", check_recipients(info, tree),
+                           "every address get_maintainer.pl names is in To/Cc"))
     else:
         res.append(("cc-maintainers", "skip", "no scripts/get_maintainer.pl in the tree"
-                    if any(p[0] == 0 for p, m in info) else "no cover letter"))
+                    if has_cover else "no cover letter"))
     # author and Signed-off-by; the placeholder identity (tools/identity's)
     bad, warn = [], []
     paddr = placeholder()[1].lower()
@@ -987,10 +966,10 @@ def lint(info, tree, base, meant_to_send=True):
         inbody = re.match(r"^From: *(.+)$", body.lstrip("\n").split("\n", 1)[0])
         author = email.utils.parseaddr(inbody.group(1) if inbody else str(m.get("From", "")))
         sobs = {a.lower() for n, a in email.utils.getaddresses(
-            re.findall(r"(?mi)^Signed-off-by: *(.+)$", body.split("\n---\n")[0]))}
+            re.findall(r"(?mi)^Signed-off-by: *(.+)$", msgs[p[0]]))}
         if author[1].lower() not in sobs:
             bad.append("patch %d/%d: the author <%s> has no Signed-off-by" % (p[0], M, author[1]))
-        if paddr in (str(m.get("From", "")) + body.split("\n---\n")[0]).lower():
+        if paddr in (str(m.get("From", "")) + msgs[p[0]]).lower():
             (bad if meant_to_send else warn).append(
                 "patch %d/%d carries the placeholder <%s>" % (p[0], M, paddr))
     res.append(("signoff", "fail" if bad else "warn" if warn else "pass",
@@ -998,7 +977,7 @@ def lint(info, tree, base, meant_to_send=True):
     # Fixes: a commit of the base, named with its subject
     bad, seen = [], 0
     for p, m in pats:
-        for line in re.findall(r"(?mi)^Fixes:.*$", texts[p[0]].split("\n---\n")[0]):
+        for line in re.findall(r"(?mi)^Fixes:.*$", msgs[p[0]]):
             seen += 1
             f = FIXES_RX.match(line)
             if not f or not f.group(2) or not re.match(r"^[0-9a-f]{12,40}$", f.group(1)):
@@ -1014,8 +993,7 @@ def lint(info, tree, base, meant_to_send=True):
             elif subj.strip() != f.group(2):
                 bad.append("patch %d/%d: Fixes: %s is \"%s\", not \"%s\"" % (
                     p[0], M, f.group(1), subj.strip(), f.group(2)))
-    res.append(("fixes-tag", "fail" if bad else "pass",
-                "; ".join(bad) or "%d Fixes: tag(s), each a commit of the base" % seen))
+    res.append(checked("fixes-tag", bad, "%d Fixes: tag(s), each a commit of the base" % seen))
     # kernel-doc warnings do not grow (base -> the applied patches)
     files = sorted({f for t in texts.values() for f in touched_files(t)
                     if f.endswith((".c", ".h"))})
@@ -1025,8 +1003,7 @@ def lint(info, tree, base, meant_to_send=True):
             a, b = kdoc_warnings(tree, base, f), kdoc_warnings(tree, None, f)
             if b > a:
                 bad.append("%s: %d -> %d kernel-doc warnings" % (f, a, b))
-        res.append(("kdoc", "fail" if bad else "pass", "; ".join(bad) or
-                    "no new kernel-doc warning in %d C files" % len(files)))
+        res.append(checked("kdoc", bad, "no new kernel-doc warning in %d C files" % len(files)))
     else:
         res.append(("kdoc", "skip", "no scripts/kernel-doc"))
     # no new inline in .c files; no non-inline static function in a header:
@@ -1035,14 +1012,13 @@ def lint(info, tree, base, meant_to_send=True):
     code = lambda f, l: not f.startswith("tools/") and not re.match(r"^\s*(\*|/\*|//)", l)
     bad = sorted({"%s: %s" % (f, l.strip()) for t in texts.values()
                   for f, l in added_lines(t, ".c") if code(f, l) and re.search(r"\binline\b", l)})
-    res.append(("inline-in-c", "fail" if bad else "pass",
-                "; ".join(bad) or "no new inline in .c files (tools/ aside)"))
+    res.append(checked("inline-in-c", bad, "no new inline in .c files (tools/ aside)"))
     bad = sorted({"%s: %s" % (f, l.strip()) for t in texts.values()
                   for f, l in added_lines(t, ".h")
                   if code(f, l) and re.match(r"^\s*static\b(?!.*inline\b)[^;=]*\(", l)
                   and not l.rstrip().endswith(";")})
-    res.append(("static-in-header", "fail" if bad else "pass",
-                "; ".join(bad) or "no non-inline static function in a header (tools/ aside)"))
+    res.append(checked("static-in-header", bad,
+                       "no non-inline static function in a header (tools/ aside)"))
     return res
 
 
@@ -1348,7 +1324,7 @@ def main():
         if ptree != tree:
             raise Fail("the b4 branch's tree %s differs from base + series/ %s" % (ptree, tree))
         progress("b4 send -o %s" % outdir)
-        emls = write_posting(rev, outdir)
+        emls = write_posting(outdir)
         progress("wrote %d messages and thread.mbox" % len(emls))
         problems = verify(outdir, tree, len(names), base)
         if rev > 1:
