@@ -52,9 +52,9 @@ IDENTITY = os.path.join(os.path.dirname(HERE), "identity")
 
 
 def identity():
-    """(name, email, source) of the sender, from tools/identity (the one
-    place that decides it: SENDER=, git config, placeholder); the values
-    tools/posting exported through lib.sh when present."""
+    """(name, email, source) of the sender: as tools/posting exported them
+    through lib.sh, else from tools/identity (the one place that decides it:
+    SENDER=, git config, placeholder)."""
     if os.environ.get("SENDER_NAME") and os.environ.get("SENDER_EMAIL"):
         return (os.environ["SENDER_NAME"], os.environ["SENDER_EMAIL"],
                 os.environ.get("SENDER_SOURCE", "env"))
@@ -106,8 +106,7 @@ def run_rc(cmd, cwd=None, env=None, inp=None, check=True, what=None):
     e = dict(os.environ, LC_ALL="C.UTF-8")
     e.update(env or {})
     p = subprocess.run(cmd, cwd=cwd, env=e, input=inp, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True,
-                       errors="replace")
+                       stderr=subprocess.STDOUT, universal_newlines=True, errors="replace")
     if check and p.returncode:
         raise Fail("%s failed (exit %d):\n%s" % (what or " ".join(cmd), p.returncode,
                                                  indent(p.stdout.strip()[-3000:])))
@@ -638,9 +637,8 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
     mbox_path = os.path.join(outdir, "thread.mbox")
     if not os.path.exists(mbox_path):
         return ["%s missing; run make posting" % mbox_path]
-    msgs = list(mailbox.mbox(mbox_path))
     info = []
-    for i, m in enumerate(msgs):
+    for i, m in enumerate(mailbox.mbox(mbox_path)):
         subj = m.get("Subject", "")
         p = parse_subject(subj)
         where = "message %d (%s)" % (i, unfold(subj)[:60])
@@ -711,13 +709,11 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         if expect_tree and got != expect_tree:
             problems.append("git am of thread.mbox gives tree %s, the series tip has %s" % (
                 got, expect_tree))
-        # To/Cc: what get_maintainer.pl names for each patch's files, in the
-        # tree the patches give (its MAINTAINERS, as b4 prep --auto-to-cc).
-        # The series lint (the To/Cc check among its checks).
+        # The series lint, its To/Cc check among them: what get_maintainer.pl names
+        # in the tree the patches give (its MAINTAINERS, as b4 prep --auto-to-cc).
         lint_dir = os.environ.get("POSTING_OUT") and POST_OUT or RESULTS
         problems += write_lint(lint(info, VERIFY_TREE, base, SENDER_SOURCE != "placeholder"),
                                os.path.join(lint_dir, "posting-lint.json"))
-    # b4 am, offline, from the mbox.
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         out = run(b4("am", "-m", mbox_path, "-o", tmp), cwd=tmp, check=False, env=env)
         mbx = [f for f in os.listdir(tmp) if f.endswith(".mbx")]
@@ -844,8 +840,7 @@ def check_recipients(info, tree):
     if not os.path.exists(os.path.join(tree, "scripts", "get_maintainer.pl")):
         return ["%s has no scripts/get_maintainer.pl: cannot check To/Cc" % tree]
     M = len(info) - 1
-    cover = [m for p, m in info if p[0] == 0][0]
-    to_cover = addresses(cover)
+    to_cover = addresses([m for p, m in info if p[0] == 0][0])
     union, lists, files_all = set(), set(), []
     for p, m in info:
         if p[0] == 0:
@@ -1039,13 +1034,13 @@ def series_tree(base, names):
     idx = tempfile.mktemp(dir=WORK, prefix="index.")
     env = {"GIT_INDEX_FILE": idx}
     try:
-        run(["git", "-C", PTREE, "read-tree", base], env=env)
+        pgit("read-tree", base, env=env)
         for name in names:
             rc, out = run_rc(["git", "-C", PTREE, "apply", "--cached",
                               os.path.join(SERIES_DIR, name)], env=env, check=False)
             if rc:
                 raise Fail("%s does not apply:\n%s" % (name, indent(out)))
-        return run(["git", "-C", PTREE, "write-tree"], env=env).strip()
+        return pgit("write-tree", env=env).strip()
     finally:
         if os.path.exists(idx):
             os.unlink(idx)
@@ -1369,20 +1364,17 @@ def write_proof(outdir, rev, problems):
     """OUTDIR/proof.txt: what the proof established, or what failed."""
     if not os.path.isdir(outdir):
         return
-    with open(os.path.join(outdir, "proof.txt"), "w") as f:
-        f.write("proof of the posting v%d (%s)\n" % (
-            rev, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
-        f.write("sender: %s <%s> (from %s)\n" % (SENDER_NAME, SENDER_EMAIL, {
-            "env": "SENDER", "git": "git config user.name/user.email",
-            "placeholder": "nothing: the placeholder"}.get(SENDER_SOURCE, SENDER_SOURCE)))
-        if SENDER_SOURCE == "placeholder":
-            f.write("NOT SENDABLE as it stands: the placeholder identity is on every "
-                    "From: and Signed-off-by:\n")
-        for line in PROOF:
-            f.write(line + "\n")
-        for p in problems:
-            f.write("FAIL: " + p.replace("\n", "\n      ") + "\n")
-        f.write("verdict: %s\n" % ("FAIL" if problems else "pass"))
+    lines = ["proof of the posting v%d (%s)" % (
+                 rev, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
+             "sender: %s <%s> (from %s)" % (SENDER_NAME, SENDER_EMAIL, {
+                 "env": "SENDER", "git": "git config user.name/user.email",
+                 "placeholder": "nothing: the placeholder"}.get(SENDER_SOURCE, SENDER_SOURCE))]
+    if SENDER_SOURCE == "placeholder":
+        lines.append("NOT SENDABLE as it stands: the placeholder identity is on every "
+                     "From: and Signed-off-by:")
+    lines += PROOF + ["FAIL: " + p.replace("\n", "\n      ") for p in problems]
+    lines.append("verdict: %s" % ("FAIL" if problems else "pass"))
+    write(os.path.join(outdir, "proof.txt"), "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
