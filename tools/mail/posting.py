@@ -378,8 +378,9 @@ def testing_section(tip_tree):
                  else "SYSCTL=n (the series' objects only)",
                  "kunit-test=n": "the KUnit test off", "kunit-test=y": "the KUnit test on",
                  "rst": "Yama.rst parsed by docutils"}
-        done = [names.get(g, g) for g in sc.get("tip_gates", []) if tip.get(g, {}).get("status") == "pass"]
-        bad = [names.get(g, g) for g in sc.get("tip_gates", []) if tip.get(g, {}).get("status") == "FAIL"]
+        gates = sc.get("tip_gates", [])
+        done = [names.get(g, g) for g in gates if tip.get(g, {}).get("status") == "pass"]
+        bad = [names.get(g, g) for g in gates if tip.get(g, {}).get("status") == "FAIL"]
         if done:
             out.append(fill("The tip built with %s: passed%s." % (
                 ", ".join(done), ("; failed: " + ", ".join(bad)) if bad else ""),
