@@ -14,7 +14,6 @@ review tree, REVIEW_DIR/linux), RESULTS (REVIEW_DIR/results: the verdicts of
 the stages run on it), MAIN_RESULTS (build/results), COVER_DIR.
 State between the calls: REVIEW_DIR/state.json.
 """
-import email
 import email.generator
 import email.policy
 import io
@@ -29,7 +28,7 @@ REVIEW_DIR = os.environ["REVIEW_DIR"]
 os.environ.setdefault("POSTING_WORK", os.path.join(REVIEW_DIR, "posting"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import posting  # noqa: E402
-from posting import Fail, run, run_rc, indent, unfold, rel, write  # noqa: E402
+from posting import Fail, run_rc, indent, unfold, rel, write  # noqa: E402
 
 TREE = os.environ["TREE"]
 RESULTS = os.environ.get("RESULTS", os.path.join(REVIEW_DIR, "results"))
@@ -38,6 +37,10 @@ AM_DIR = os.path.join(REVIEW_DIR, "am")
 NORM = os.path.join(AM_DIR, "thread.mbox")
 GIT_ID = posting.git_identity("review")
 SUBJ = re.compile(r"^\[(PATCH|RFC)(?: ([^\]]*?))? ?(\d+)/(\d+)\] *(.*)$")
+
+
+def git(*args, **kw):
+    return posting.git(TREE, *args, **kw)
 
 
 def state(update=None):
@@ -69,8 +72,8 @@ def read_thread(path):
     with tempfile.NamedTemporaryFile(dir=REVIEW_DIR, suffix=".mbox", delete=False) as f:
         f.write(data)
     try:
-        msgs = [m for m in mailbox.mbox(f.name, factory=lambda fp: email.message_from_binary_file(
-            fp, policy=email.policy.compat32))]
+        msgs = list(mailbox.mbox(f.name, factory=lambda fp: email.message_from_binary_file(
+            fp, policy=email.policy.compat32)))
     finally:
         os.unlink(f.name)
     patches, other = [], []
@@ -109,7 +112,8 @@ def read_thread(path):
     missing = [n for n in range(1, M + 1) if n not in seen]
     if missing:
         raise Fail("%s lacks patch%s %s of %d: the thread is incomplete" % (
-            path, "es" if len(missing) > 1 else "", ", ".join("%d/%d" % (n, M) for n in missing), M))
+            path, "es" if len(missing) > 1 else "",
+            ", ".join("%d/%d" % (n, M) for n in missing), M))
     return [seen[n] for n in sorted(seen)], other
 
 
@@ -128,11 +132,9 @@ def prepare(path):
     notes = []
     M, rev = thread[-1][1], thread[-1][2]
     cover = thread[0] if thread[0][0] == 0 else None
-    change_id = None
-    if cover:
-        m = re.search(r"(?m)^change-id: *(\S+)", posting.message_text(cover[4]))
-        change_id = m.group(1) if m else None
-    else:
+    cover_text = posting.message_text(cover[4]) if cover else ""
+    cid = re.search(r"(?m)^change-id: *(\S+)", cover_text)
+    if not cover:
         notes.append("no cover letter (0/%d) in the thread: the patches are reviewed alone, "
                      "and without a change-id there is no range-diff" % M)
     # The order the file had, for the note: patches sorted by n for git am.
@@ -163,14 +165,14 @@ def prepare(path):
     if got != M:
         raise Fail("b4 am -m took %d patches from the thread, it announces %d:\n%s" % (
             got, M, indent(out.strip())))
-    subject = cover[3] if cover else thread[0][3]
+    # The cover's subject, else patch 1's.
     st = {"mbox": os.path.abspath(path), "revision": rev, "patches": M, "cover": bool(cover),
-          "subject": subject, "change_id": change_id, "notes": notes,
+          "subject": thread[0][3], "change_id": cid.group(1) if cid else None,
+          "notes": notes,
           "subjects": [p[3] for p in thread if p[0] > 0],
           "b4_mbx": os.path.join(b4out, mbx[0]), "applies": None}
     if cover:
-        ch = re.search(r"(?ms)^(Changes in v%d:.*?)(?:\n\n|\n---\n|\Z)" % rev,
-                       posting.message_text(cover[4]))
+        ch = re.search(r"(?ms)^(Changes in v%d:.*?)(?:\n\n|\n---\n|\Z)" % rev, cover_text)
         st["changes"] = ch.group(1).strip() if ch else None
     state(st)
     print("  v%d, %d patches%s, b4 am -m: %s" % (rev, M, "" if cover else " (no cover letter)",
@@ -181,15 +183,17 @@ def prepare(path):
 
 def apply():
     st = state()
-    g = ["git", "-C", TREE]
     base = posting.base_commit(TREE)
-    run(g + ["am", "--abort"], check=False)
-    run(g + ["checkout", "-q", "-f", "-B", "yama", base])
-    rc, out = run_rc(g + ["am", "-q", st["b4_mbx"]], env=GIT_ID, check=False)
-    done = int(run(g + ["rev-list", "--count", base + "..HEAD"]).strip())
+
+    def reset():
+        git("am", "--abort", check=False)
+        git("checkout", "-q", "-f", "-B", "yama", base)
+
+    reset()
+    rc, out = run_rc(["git", "-C", TREE, "am", "-q", st["b4_mbx"]], env=GIT_ID, check=False)
+    done = int(git("rev-list", "--count", base + "..HEAD").strip())
     if rc:
-        run(g + ["am", "--abort"], check=False)
-        run(g + ["checkout", "-q", "-f", "-B", "yama", base])
+        reset()
         n = done + 1
         where = re.findall(r"(?m)^error: (.*)$", out)
         st = state({"applies": False, "failed_patch": n, "base": base,
@@ -197,9 +201,9 @@ def apply():
         print("  DOES NOT APPLY at patch %d/%d \"%s\" on base %s (%d applied before it):\n%s" % (
             n, st["patches"], st["subjects"][n - 1], base[:12], done, indent(out.strip())))
         return 1
-    tip = run(g + ["rev-parse", "HEAD^{tree}"]).strip()
+    tip = git("rev-parse", "HEAD^{tree}").strip()
     # tools/tree's bookkeeping: these commits are the review's, not unexported work.
-    write(os.path.join(TREE, ".git", "yama-synced"), run(g + ["rev-parse", "HEAD"]))
+    write(os.path.join(TREE, ".git", "yama-synced"), git("rev-parse", "HEAD"))
     state({"applies": True, "base": base, "tip_tree": tip})
     print("  applies: %d patches on base %s -> tree %s" % (done, base[:12], tip[:12]))
     return 0
@@ -255,13 +259,13 @@ def range_diff_stage():
         state({"range_diff": None, "range_diff_why": "b4 diff -m failed"})
         return 1
     body = open(out_file).read()
-    # b4's own pairs, then the pairs the file adds by subject (posting.py)
+    # b4's own pairs, then the pairs the file adds by subject (posting.py):
+    # each of those is one changed patch, not one dropped and one new.
     b4part, _, extra = body.partition("\nPatches b4 left unpaired")
-    counts = {k: len(re.findall(r"(?m)^\s*(?:\d+|-):\s+\S+ %s " % re.escape(k), b4part))
-              for k in "=!<>"}
+    c = {k: len(re.findall(r"(?m)^\s*(?:\d+|-):\s+\S+ %s " % re.escape(k), b4part))
+         for k in "=!<>"}
     paired = extra.count("\n### ")
-    counts = {"=": counts["="], "!": counts["!"] + paired, "<": counts["<"] - paired,
-              ">": counts[">"] - paired}
+    counts = {"=": c["="], "!": c["!"] + paired, "<": c["<"] - paired, ">": c[">"] - paired}
     state({"range_diff": out_file, "range_diff_old": old, "range_diff_counts": counts})
     print(body, end="")
     return 0
@@ -293,20 +297,22 @@ def summary(stages):
             st.get("apply_error", "")))
     else:
         line("applies", "not tried")
-    names = {"gates": "series-check", "lint": "lint", "kunit": "kunit", "kselftests": "selftests"}
-    stage_of = {"gates": "gates", "lint": "lint", "kunit": "kunit", "kselftests": "selftests"}
     bad = st.get("applies") is not True
     out = {"stages": {}}
-    for label, vname in names.items():
-        v = read_verdict(vname) if stage_of[label] in stages and st.get("applies") else None
+    # (label, its REVIEW_STAGES name, its verdict file)
+    for label, stage, vname in [("gates", "gates", "series-check"), ("lint", "lint", "lint"),
+                                ("kunit", "kunit", "kunit"),
+                                ("kselftests", "selftests", "selftests")]:
+        ran = stage in stages and bool(st.get("applies"))
+        v = read_verdict(vname) if ran else None
         if v:
             line(label, "%s (%d passed, %d failed)" % (v["verdict"], v["passed"], v["failed"]))
             bad |= v["verdict"] != "pass"
+        elif ran:
+            line(label, "no verdict (stage died)")
+            bad = True
         else:
-            line(label, "not run" + ("" if st.get("applies") else " (does not apply)")
-                 if stage_of[label] not in stages or not st.get("applies")
-                 else "no verdict (stage died)")
-            bad |= stage_of[label] in stages and bool(st.get("applies"))
+            line(label, "not run" + ("" if st.get("applies") else " (does not apply)"))
         out["stages"][label] = v
     if not st.get("applies"):
         line("since", "not compared (the thread does not apply)")
@@ -341,14 +347,11 @@ def main():
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     os.makedirs(REVIEW_DIR, exist_ok=True)
     os.makedirs(posting.WORK, exist_ok=True)
+    steps = {"apply": apply, "lint": lint_stage, "range-diff": range_diff_stage}
     if cmd == "prepare" and len(sys.argv) == 3:
         return prepare(sys.argv[2]) or 0
-    if cmd == "apply":
-        return apply()
-    if cmd == "lint":
-        return lint_stage()
-    if cmd == "range-diff":
-        return range_diff_stage()
+    if cmd in steps:
+        return steps[cmd]()
     if cmd == "summary":
         return summary(sys.argv[2].split() if len(sys.argv) > 2 else [])
     print(__doc__, file=sys.stderr)

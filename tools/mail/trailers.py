@@ -84,13 +84,8 @@ def commits():
     """[(sha, subject, message)] of base..HEAD, oldest first."""
     base = posting.base_commit(TREE)
     out = git("log", "--reverse", "--format=%H%x00%s%x00%B%x01", "%s..HEAD" % base)
-    res = []
-    for rec in out.split("\x01"):
-        rec = rec.lstrip("\n")
-        if rec:
-            sha, subj, body = rec.split("\x00", 2)
-            res.append((sha, subj, body))
-    return base, res
+    recs = [rec.lstrip("\n") for rec in out.split("\x01")]
+    return base, [tuple(rec.split("\x00", 2)) for rec in recs if rec]
 
 
 def own_and_quoted(text):
@@ -239,8 +234,8 @@ def main():
                          env=env).strip()
         git("update-ref", "-m", "make trailers: %d trailer(s)" % len(added), branch, parent, head)
     for subj, tr in added:
-        print("  added  %-16s %s  <- %s" % (tr.split(":")[0], tr.split(":", 1)[1].strip(),
-                                              subj))
+        key, _, who = tr.partition(":")
+        print("  added  %-16s %s  <- %s" % (key, who.strip(), subj))
     for s in skipped:
         print("  already there: %s" % s)
     for c in comments:
@@ -252,14 +247,14 @@ def main():
             print("    | " + s)
         for tr in c.get("trailers_not_taken", []):
             print("    not taken (the reply NAKs): " + tr)
+    naks = sum(c["nak"] for c in comments)
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "trailers.json"), "w") as f:
         json.dump({"mbox": os.path.abspath(sys.argv[1]), "added": [
             {"patch": s, "trailer": t} for s, t in added], "already_present": skipped,
-            "comments": comments, "naks": sum(c["nak"] for c in comments)}, f, indent=1)
+            "comments": comments, "naks": naks}, f, indent=1)
     print("  %d trailer(s) added to %d commit(s), %d already there; %d comment(s) to answer, "
-          "%d NAK" % (len(added), len({s for s, t in added}), len(skipped), len(comments),
-                      sum(c["nak"] for c in comments)))
+          "%d NAK" % (len(added), len({s for s, t in added}), len(skipped), len(comments), naks))
     # tools/trailers exports when something was added
     posting.write(os.path.join(RESULTS, "trailers.added"), "%d\n" % len(added))
     return 0
