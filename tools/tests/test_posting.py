@@ -6,10 +6,15 @@ DIR/linux; SCRATCH_REPO=that tree); they run with RUN_POSTING_TESTS=1
 (about a minute each):
     RUN_POSTING_TESTS=1 python3 -m pytest -q tools/tests/test_posting.py
 """
+import email
+import json
+import mailbox
 import os
 import pathlib
+import re
 import shutil
 import subprocess
+import tarfile
 
 import pytest
 
@@ -22,7 +27,8 @@ E2E = pytest.mark.skipif(os.environ.get("RUN_POSTING_TESTS") != "1",
 
 def test_parse_subject():
     assert posting.parse_subject("[PATCH v2 3/7] yama: x") == (3, 7, "yama: x")
-    assert posting.parse_subject("[PATCH 0/7]\n security: Yama LSM: y") == (0, 7, "security: Yama LSM: y")
+    assert posting.parse_subject("[PATCH 0/7]\n security: Yama LSM: y") == (
+        0, 7, "security: Yama LSM: y")
     assert posting.parse_subject("[PATCH] yama: x") is None
 
 
@@ -40,11 +46,11 @@ RECORDED = os.path.join(FIXTURES, "make-check-eeeb65b")
 # check-debug.json as tools/check-debug wrote it for the tip tree 6224e77
 # (make check-debug of 2026-12-04 18:02 UTC at c4cd5ad).
 RECORDED_DEBUG = os.path.join(FIXTURES, "check-debug-6224e77", "check-debug.json")
+TIP = "6224e7799b983ef32f135b4dbf2540e00151efa7"
 
 
 def recorded(tmp_path, monkeypatch, change=None):
     """The recorded results in tmp_path, changed by change(name, data)."""
-    import json
     for name in ("kunit.json", "selftests.json", "series-check.json", "check-debug.json"):
         data = json.load(open(RECORDED_DEBUG if name == "check-debug.json"
                               else os.path.join(RECORDED, name)))
@@ -54,15 +60,28 @@ def recorded(tmp_path, monkeypatch, change=None):
     monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
 
 
+def only(file, **fields):
+    """A change for recorded(): FIELDS set in the record FILE."""
+    return lambda name, data: data.update(fields) if name == file else None
+
+
+def flat(tip=TIP):
+    """The Testing section for TIP on one line."""
+    return " ".join(posting.testing_section(tip).split())
+
+
 def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
     recorded(tmp_path, monkeypatch)
-    text = posting.testing_section("6224e7799b983ef32f135b4dbf2540e00151efa7")
-    flat = " ".join(text.split())
+    text = posting.testing_section(TIP)
+    one_line = " ".join(text.split())
     # the tip the gates checked is the tip posted: no NOTE
-    assert "- Series gates (`make series-check`): 55 cells passed, 0 failed over 10 patches." in flat
-    assert "The tip built with SECURITY_YAMA=n, SYSCTL=n, the KUnit test off, the KUnit test on, Yama.rst parsed by docutils: passed." in flat
+    assert ("- Series gates (`make series-check`): 55 cells passed, 0 failed over 10 patches."
+            in one_line)
+    assert ("The tip built with SECURITY_YAMA=n, SYSCTL=n, the KUnit test off, the KUnit test "
+            "on, Yama.rst parsed by docutils: passed." in one_line)
     # KUnit: 14 cases, once, in the kernel the kselftests boot
-    assert "14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on)" in flat
+    assert ("14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed "
+            "in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on)" in one_line)
     # One line per boot, with what the boot changes on the command line
     # (the harness's own options, kunit.enable=0 among them, left out).
     assert "- default: 160/0/5" in text
@@ -72,17 +91,20 @@ def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
     assert "- vfs-diff: 4/0/0" in text and "selftests.only" not in text
     assert "kunit.enable" not in text
     # the differential test's own counts
-    assert "seed 20101020, 22000 cases" in flat and "22000 agree, 0 disagree" in flat
+    assert "seed 20101020, 22000 cases" in one_line and "22000 agree, 0 disagree" in one_line
     # the debug kernel's run, on the same tip
-    assert "- Debug kernel (`make check-debug`): lockdep, PROVE_RCU, KASAN, KFENCE, DEBUG_OBJECTS, panic_on_warn=1, one boot: 14 KUnit cases and 181 kselftest, stress and bad-input cases (3 skipped), all passed. Stress: 36726 operations, 31735 decisions judged, 0 wrong." in flat
+    assert ("- Debug kernel (`make check-debug`): lockdep, PROVE_RCU, KASAN, KFENCE, "
+            "DEBUG_OBJECTS, panic_on_warn=1, one boot: 14 KUnit cases and 181 kselftest, stress "
+            "and bad-input cases (3 skipped), all passed. Stress: 36726 operations, 31735 "
+            "decisions judged, 0 wrong." in one_line)
     assert max(len(l) for l in text.splitlines()) <= 72, text
     assert "not run" not in text and "NOTE" not in text
 
 
 def test_testing_section_says_when_the_gates_checked_another_tip(tmp_path, monkeypatch):
     recorded(tmp_path, monkeypatch)
-    flat = " ".join(posting.testing_section("0" * 40).split())
-    assert "- Series gates (`make series-check`) (NOTE: for an earlier state of the series)" in flat
+    assert ("- Series gates (`make series-check`) (NOTE: for an earlier state of the series)"
+            in flat("0" * 40))
 
 
 def test_testing_section_reports_failures(tmp_path, monkeypatch):
@@ -104,88 +126,53 @@ def test_testing_section_reports_failures(tmp_path, monkeypatch):
             data["problems"] = ["console: BUG: KASAN: slab-use-after-free in yama_ptracer_del"]
             data["verdict"] = "fail"
     recorded(tmp_path, monkeypatch, change)
-    flat = " ".join(posting.testing_section("6224e7799b983ef32f135b4dbf2540e00151efa7").split())
-    assert "14 cases in 3 suites" in flat
-    assert "NOT all passed: 1 failed, 0 crashed, 0 skipped" in flat
-    assert "- landlock: 160/2/3" in flat
-    assert "21997 agree, 3 disagree" in flat
-    assert "passed; failed: SYSCTL=n." in flat
-    assert "(3 skipped), FAILED: 1 kernel report(s) or problem(s). Stress:" in flat
+    text = flat()
+    assert "14 cases in 3 suites" in text
+    assert "NOT all passed: 1 failed, 0 crashed, 0 skipped" in text
+    assert "- landlock: 160/2/3" in text
+    assert "21997 agree, 3 disagree" in text
+    assert "passed; failed: SYSCTL=n." in text
+    assert "(3 skipped), FAILED: 1 kernel report(s) or problem(s). Stress:" in text
 
 
 def test_testing_section_reports_a_debug_run_that_failed_otherwise(tmp_path, monkeypatch):
     """A failed SYSCTL=n build, or a run that stopped, is no pass either."""
-    tip = "6224e7799b983ef32f135b4dbf2540e00151efa7"
-    recorded(tmp_path, monkeypatch, lambda n, d: d.update(gates_rc=1, verdict="fail")
-             if n == "check-debug.json" else None)
-    flat = " ".join(posting.testing_section(tip).split())
-    assert "(3 skipped), FAILED: the SYSCTL=n build failed." in flat
-    recorded(tmp_path, monkeypatch, lambda n, d: d.update(selftests_rc=124, verdict="fail")
-             if n == "check-debug.json" else None)
-    flat = " ".join(posting.testing_section(tip).split())
-    assert "(3 skipped), FAILED: the run did not finish." in flat
+    recorded(tmp_path, monkeypatch, only("check-debug.json", gates_rc=1, verdict="fail"))
+    assert "(3 skipped), FAILED: the SYSCTL=n build failed." in flat()
+    recorded(tmp_path, monkeypatch, only("check-debug.json", selftests_rc=124, verdict="fail"))
+    assert "(3 skipped), FAILED: the run did not finish." in flat()
     # The record tools/check-debug's fail_stage writes for a run that stops.
     (tmp_path / "check-debug.json").write_text(
         '{"verdict": "fail", "stopped": "building selftests/stress/yama_stress.c failed",'
-        ' "tip_tree": "%s", "tree_edited": false}' % tip)
-    flat = " ".join(posting.testing_section(tip).split())
-    assert "- Debug kernel (`make check-debug`): FAILED, the run stopped: building selftests/stress/yama_stress.c failed" in flat
+        ' "tip_tree": "%s", "tree_edited": false}' % TIP)
+    assert ("- Debug kernel (`make check-debug`): FAILED, the run stopped: building "
+            "selftests/stress/yama_stress.c failed" in flat())
 
 
 def test_testing_section_says_when_the_debug_run_tested_another_tree(tmp_path, monkeypatch):
-    def change(name, data):
-        if name == "check-debug.json":
-            data["tree_edited"] = True
-    recorded(tmp_path, monkeypatch, change)
-    tip = "6224e7799b983ef32f135b4dbf2540e00151efa7"
-    flat = " ".join(posting.testing_section(tip).split())
-    assert "- Debug kernel (`make check-debug`) (NOTE: for another state of the series):" in flat
+    note = "- Debug kernel (`make check-debug`) (NOTE: for another state of the series):"
+    recorded(tmp_path, monkeypatch, only("check-debug.json", tree_edited=True))
+    assert note in flat()
     recorded(tmp_path, monkeypatch)
-    flat = " ".join(posting.testing_section("0" * 40).split())
-    assert "- Debug kernel (`make check-debug`) (NOTE: for another state of the series):" in flat
+    assert note in flat("0" * 40)
 
 
 def test_testing_section_sysctl_n_objects_only(tmp_path, monkeypatch):
     """series-check.json of make check (SYSCTL=n: the series' objects)."""
-    recorded(tmp_path, monkeypatch, lambda n, d: d.update(sysctl_n="objects")
-             if n == "series-check.json" else None)
-    flat = " ".join(posting.testing_section("t").split())
-    assert "SYSCTL=n (the series' objects only)" in flat
+    recorded(tmp_path, monkeypatch, only("series-check.json", sysctl_n="objects"))
+    assert "SYSCTL=n (the series' objects only)" in flat("t")
 
 
 def test_testing_section_names_the_gates_linker(tmp_path, monkeypatch):
     """series-check.json says which linker its builds used; the recorded
     one (before the field) says nothing, and so does the section."""
     recorded(tmp_path, monkeypatch)
-    flat = " ".join(posting.testing_section("t").split())
-    assert "an x86_64 W=1 build with no warning the base did not have" in flat
-    recorded(tmp_path, monkeypatch, lambda n, d: d.update(linker="ld.lld")
-             if n == "series-check.json" else None)
+    assert "an x86_64 W=1 build with no warning the base did not have" in flat("t")
+    recorded(tmp_path, monkeypatch, only("series-check.json", linker="ld.lld"))
     text = posting.testing_section("t")
     assert "an x86_64 W=1 build (gcc, ld.lld) with no warning the base did not have" \
         in " ".join(text.split())
     assert max(len(l) for l in text.splitlines()) <= 72, text
-
-
-def write_cover(d, body):
-    (d / "changes").mkdir(parents=True, exist_ok=True)
-    (d / "cover.txt").write_text(body)
-    (d / "changes" / "v1.txt").write_text("- First posting.\n")
-
-
-def test_cover_with_editme_fails(tmp_path, monkeypatch):
-    write_cover(tmp_path, "security: Yama LSM: x\n\nEDITME: describe\n\n@@TESTING@@\n")
-    monkeypatch.setattr(posting, "COVER_DIR", str(tmp_path))
-    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
-    with pytest.raises(posting.Fail, match="EDITME"):
-        posting.compose_cover(1, "t")
-
-
-def test_cover_subject_must_start_with_security_yama(tmp_path, monkeypatch):
-    write_cover(tmp_path, "yama: x\n\nbody\n\n@@TESTING@@\n")
-    monkeypatch.setattr(posting, "COVER_DIR", str(tmp_path))
-    with pytest.raises(posting.Fail, match="security: Yama LSM"):
-        posting.compose_cover(1, "t")
 
 
 MBOX_V1 = """From x Thu Jan  1 00:00:00 1970
@@ -199,26 +186,38 @@ cover
 """
 
 
+def cover_letter(d, monkeypatch, body, posted_v1=False):
+    """cover-letter/ in D (with cover.txt BODY, changes/v1.txt, and
+    posted/v1.mbox if POSTED_V1) as posting's COVER_DIR and RESULTS."""
+    (d / "changes").mkdir()
+    (d / "cover.txt").write_text(body)
+    (d / "changes" / "v1.txt").write_text("- First posting.\n")
+    if posted_v1:
+        (d / "posted").mkdir()
+        (d / "posted" / "v1.mbox").write_text(MBOX_V1)
+    monkeypatch.setattr(posting, "COVER_DIR", str(d))
+    monkeypatch.setattr(posting, "RESULTS", str(d))
+
+
+@pytest.mark.parametrize("body,rev,why", [
+    ("security: Yama LSM: x\n\nEDITME: describe\n\n@@TESTING@@\n", 1, "EDITME"),
+    ("yama: x\n\nbody\n\n@@TESTING@@\n", 1, "security: Yama LSM"),
+    ("security: Yama LSM: x\n\nbody\n\n@@TESTING@@\n", 2, "EDITME"),  # no changes/v2.txt
+], ids=["editme-cover", "subject-not-security-yama", "missing-v2-changelog"])
+def test_an_unfinished_cover_fails(tmp_path, monkeypatch, body, rev, why):
+    cover_letter(tmp_path, monkeypatch, body, posted_v1=rev == 2)
+    with pytest.raises(posting.Fail, match=why):
+        posting.compose_cover(rev, "t")
+
+
 def test_v2_cover_has_changes_and_link_to_v1(tmp_path, monkeypatch):
-    write_cover(tmp_path, "security: Yama LSM: x\n\nbody\n\n@@TESTING@@\n\n@@CHANGES@@\n")
+    cover_letter(tmp_path, monkeypatch,
+                 "security: Yama LSM: x\n\nbody\n\n@@TESTING@@\n\n@@CHANGES@@\n", posted_v1=True)
     (tmp_path / "changes" / "v2.txt").write_text("- Fixed the thing.\n")
-    (tmp_path / "posted").mkdir()
-    (tmp_path / "posted" / "v1.mbox").write_text(MBOX_V1)
-    monkeypatch.setattr(posting, "COVER_DIR", str(tmp_path))
-    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
     assert posting.current_revision() == 2
-    text = posting.compose_cover(2, "t")
-    assert "Changes in v2:\n- Fixed the thing.\n- Link to v1: https://lore.kernel.org/r/cover-v1@example.org" in text
-
-
-def test_missing_changelog_for_v2_is_editme(tmp_path, monkeypatch):
-    write_cover(tmp_path, "security: Yama LSM: x\n\nbody\n\n@@TESTING@@\n")
-    (tmp_path / "posted").mkdir()
-    (tmp_path / "posted" / "v1.mbox").write_text(MBOX_V1)
-    monkeypatch.setattr(posting, "COVER_DIR", str(tmp_path))
-    monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
-    with pytest.raises(posting.Fail, match="EDITME"):
-        posting.compose_cover(2, "t")
+    assert ("Changes in v2:\n- Fixed the thing.\n"
+            "- Link to v1: https://lore.kernel.org/r/cover-v1@example.org"
+            in posting.compose_cover(2, "t"))
 
 
 def test_verify_reports_missing_to_and_threading(tmp_path, monkeypatch):
@@ -255,12 +254,13 @@ def scratch_cover(tmp_path):
     return cov
 
 
-def run_posting(tmp_path, series, cover_dir=None, extra=None):
+def run_posting(tmp_path, series, cover_dir=None, extra=None, cmd=("posting",)):
+    """tools/CMD (default tools/posting) on SERIES: (exit status, output)."""
     env = dict(os.environ, SERIES_DIR=str(series), POSTING_OUT=str(tmp_path / "out"))
     env["COVER_DIR"] = str(cover_dir or scratch_cover(tmp_path))
     env.update(extra or {})
-    p = subprocess.run([os.path.join(WS, "tools/posting")], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True)
+    p = subprocess.run([os.path.join(WS, "tools", cmd[0])] + list(cmd[1:]), env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     return p.returncode, p.stdout
 
 
@@ -275,7 +275,6 @@ def test_posting_of_a_scratch_series_passes_its_proof(tmp_path):
     emls = sorted(os.listdir(v2))
     assert emls[0].startswith("0000-") and "thread.mbox" in emls
     # the sender on every message; the changelog names the patch by number
-    import mailbox
     msgs = list(mailbox.mbox(str(v2 / "thread.mbox")))
     assert all("jane@kernel.example" in m["From"] for m in msgs)
     assert all("yama-dev@example.org" not in m.as_string() for m in msgs)
@@ -351,11 +350,13 @@ SUBJECTS = ["lsm: pass the mount's idmap to the inode_follow_link hook",
 
 
 def test_refs_name_patches_by_subject():
-    text = "patch [[inode_follow_link]] and [[Selftests/yama]], [[yama: choose the boot ptrace scope in Kconfig]]"
+    text = ("patch [[inode_follow_link]] and [[Selftests/yama]], "
+            "[[yama: choose the boot ptrace scope in Kconfig]]")
     assert posting.resolve_refs(text, SUBJECTS) == "patch 1/10 and 10/10, 5/10"
 
 
-@pytest.mark.parametrize("ref,why", [("no such patch", "matches none"), ("yama: refuse", "matches several")])
+@pytest.mark.parametrize("ref,why", [("no such patch", "matches none"),
+                                     ("yama: refuse", "matches several")])
 def test_a_ref_that_is_not_one_patch_fails(ref, why):
     with pytest.raises(posting.Fail, match=why):
         posting.resolve_refs("[[%s]]" % ref, SUBJECTS)
@@ -365,7 +366,8 @@ def test_rewrap_keeps_entries_within_72_columns():
     text = "- A (point 1): " + "word " * 40 + "\n  more [[x]] here.\n- B.\n\nplain line"
     out = posting.rewrap_entries(text)
     assert all(len(l) <= 72 for l in out.splitlines())
-    assert out.count("\n- ") == 1 and out.startswith("- A (point 1): ") and out.endswith("plain line")
+    assert out.count("\n- ") == 1
+    assert out.startswith("- A (point 1): ") and out.endswith("plain line")
 
 
 def test_the_v2_changelog_answers_every_review_point():
@@ -376,7 +378,7 @@ def test_the_v2_changelog_answers_every_review_point():
     assert "linux-source-6.12" in entries[0] and "[[" not in entries[0]
     points = {}
     for e in entries:
-        m = __import__("re").search(r"\((?:review )?point (\d+)\)", e)
+        m = re.search(r"\((?:review )?point (\d+)\)", e)
         if m:
             points[int(m.group(1))] = e
     assert sorted(points) == list(range(1, 13))
@@ -448,14 +450,11 @@ def fake_tree(tmp_path, names):
 
 
 def thread(to, cc, files):
-    import email as em
-    msgs = []
-    for n in range(0, 2):
-        body = "" if n == 0 else "".join("diff --git a/%s b/%s\nindex 1..2\n" % (f, f) for f in files)
-        m = em.message_from_string("From: A <a@example.org>\nTo: %s\nCc: %s\nSubject: [PATCH %d/1] x\n"
-                                   "Message-ID: <%d@x>\n\n%s" % (to, cc, n, n, body))
-        msgs.append(((n, 1, "x"), m))
-    return msgs
+    """A cover and one patch to FILES, both sent To: TO, Cc: CC."""
+    diff = "".join("diff --git a/%s b/%s\nindex 1..2\n" % (f, f) for f in files)
+    return [((n, 1, "x"), email.message_from_string(
+        "From: A <a@example.org>\nTo: %s\nCc: %s\nSubject: [PATCH %d/1] x\n"
+        "Message-ID: <%d@x>\n\n%s" % (to, cc, n, n, diff if n else ""))) for n in (0, 1)]
 
 
 def test_recipients_must_include_get_maintainer_and_fsdevel(tmp_path, monkeypatch):
@@ -491,20 +490,21 @@ def test_get_maintainer_answer_is_kept_until_an_input_changes(tmp_path, monkeypa
     monkeypatch.setattr(posting, "run",
                         lambda *a, **k: calls.append(a[0]) or real_run(*a, **k))
     patch = "diff --git a/fs/namei.c b/fs/namei.c\n"
-    assert posting.get_maintainer(str(tree), patch) == {"a@example.org"}
-    assert posting.get_maintainer(str(tree), patch) == {"a@example.org"}
-    assert len(calls) == 1
+
+    def calls_after(answer, p=patch):
+        """get_maintainer.pl's runs so far, once the answer for P is ANSWER."""
+        assert posting.get_maintainer(str(tree), p) == {answer}
+        return len(calls)
+
+    assert calls_after("a@example.org") == 1
+    assert calls_after("a@example.org") == 1
     (tree / "MAINTAINERS").write_text("M:\tA <a@example.org>\n")
-    assert posting.get_maintainer(str(tree), patch) == {"a@example.org"}
-    assert len(calls) == 2
-    assert posting.get_maintainer(str(tree), patch + "\n") == {"a@example.org"}
-    assert len(calls) == 3
+    assert calls_after("a@example.org") == 2
+    assert calls_after("a@example.org", patch + "\n") == 3
     (tree / "scripts/get_maintainer.pl").write_text("print <<'X';\nB <b@example.org>\nX\n")
-    assert posting.get_maintainer(str(tree), patch) == {"b@example.org"}
-    assert len(calls) == 4
+    assert calls_after("b@example.org") == 4
     (tree / ".mailmap").write_text("B <b@example.org> <old@example.org>\n")
-    assert posting.get_maintainer(str(tree), patch) == {"b@example.org"}
-    assert len(calls) == 5
+    assert calls_after("b@example.org") == 5
 
 
 # ------------------------------------------------------------- v2: range-diff
@@ -522,7 +522,6 @@ def test_subject_pairs_pair_renamed_patches_and_leave_dropped_ones():
 def test_v1_preimage_names_every_file_v1_modifies():
     """cover-letter/posted/v1.preimage.tar.xz holds the 6.1 blobs that b4
     diff -m needs for v1 (the 6.1 base is no longer installed)."""
-    import tarfile
     pre = os.path.join(WS, "cover-letter", "posted", "v1.preimage.tar.xz")
     names = set(tarfile.open(pre).getnames())
     need = set(posting.preimage_files(os.path.join(WS, "cover-letter", "posted", "v1.mbox")))
@@ -542,27 +541,23 @@ def test_record_keeps_preimage_and_numbers_then_range_diff_uses_them(tmp_path):
     cov = scratch_cover(tmp_path)
     rc, out = run_posting(tmp_path, s, cover_dir=cov)
     assert rc == 0, out
-    env = dict(os.environ, SERIES_DIR=str(s), POSTING_OUT=str(tmp_path / "out"), COVER_DIR=str(cov))
-    p = subprocess.run([os.path.join(WS, "tools/posting"), "--record"], env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-    assert p.returncode == 0, p.stdout
-    assert (cov / "posted" / "v2.mbox").exists() and (cov / "posted" / "v2.preimage.tar.xz").exists()
+    rc, out = run_posting(tmp_path, s, cover_dir=cov, cmd=("posting", "--record"))
+    assert rc == 0, out
+    assert (cov / "posted" / "v2.mbox").exists()
+    assert (cov / "posted" / "v2.preimage.tar.xz").exists()
     assert (cov / "changes" / "v2.txt").read_text() == "- Scope names (point 1): patch 1/2.\n"
     assert (cov / "changes" / "v3.txt").read_text().startswith("- No change since v2")
-    import tarfile
     names = tarfile.open(str(cov / "posted" / "v2.preimage.tar.xz")).getnames()
     assert "security/yama/yama_lsm.c" in names
     # nothing changed: still v2, not a new revision
-    p = subprocess.run([os.path.join(WS, "tools/posting"), "--record"], env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-    assert p.returncode != 0 and "already recorded" in p.stdout, p.stdout
+    rc, out = run_posting(tmp_path, s, cover_dir=cov, cmd=("posting", "--record"))
+    assert rc != 0 and "already recorded" in out, out
     # a changed cover starts v3; make range-diff compares series/ with v2
     (cov / "cover.txt").write_text((cov / "cover.txt").read_text() + "\nOne more line.\n")
-    p = subprocess.run([os.path.join(WS, "tools/range-diff")], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True)
-    assert p.returncode == 0, p.stdout
-    assert "b4 diff -m v2.mbox" in p.stdout and "range-diff: pass" in p.stdout
-    assert " = " in p.stdout  # the same patches: "1:  abc = 1:  def"
+    rc, out = run_posting(tmp_path, s, cover_dir=cov, cmd=("range-diff",))
+    assert rc == 0, out
+    assert "b4 diff -m v2.mbox" in out and "range-diff: pass" in out
+    assert " = " in out  # the same patches: "1:  abc = 1:  def"
 
 
 def test_sender_stamp_ignores_where_the_identity_came_from(monkeypatch):
