@@ -110,18 +110,15 @@ class Review(unittest.TestCase):
     def test_incomplete_and_mixed_threads_are_refused(self):
         text = open(os.path.join(FIX, "v2-thread.mbox")).read()
         msgs = ["From mboxrd" + m for m in text.split("From mboxrd")[1:]]
-        part = os.path.join(self.tmp, "part.mbox")
-        with open(part, "w") as f:
-            f.write(msgs[0] + msgs[2])
-        rc, out, _ = self.review(part)
-        self.assertNotEqual(rc, 0)
-        self.assertIn("lacks patch 1/2", out)
-        mixed = os.path.join(self.tmp, "mixed.mbox")
-        with open(mixed, "w") as f:
-            f.write(open(os.path.join(FIX, "cover-letter", "posted", "v1.mbox")).read() + text)
-        rc, out, _ = self.review(mixed)
-        self.assertNotEqual(rc, 0)
-        self.assertIn("mixes revisions v1, v2", out)
+        v1 = open(os.path.join(FIX, "cover-letter", "posted", "v1.mbox")).read()
+        for name, thread, why in [("part", msgs[0] + msgs[2], "lacks patch 1/2"),
+                                  ("mixed", v1 + text, "mixes revisions v1, v2")]:
+            path = os.path.join(self.tmp, name + ".mbox")
+            with open(path, "w") as f:
+                f.write(thread)
+            rc, out, _ = self.review(path)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(why, out)
 
 
 class Trailers(unittest.TestCase):
@@ -153,12 +150,20 @@ class Trailers(unittest.TestCase):
             "COVER_DIR": os.path.join(FIX, "cover-letter"),
             "RESULTS": os.path.join(self.tmp, "results")})
 
+    def trailers_ok(self, name):
+        rc, out = self.trailers(name)
+        self.assertEqual(rc, 0, out)
+        return out
+
+    def result(self):
+        with open(os.path.join(self.tmp, "results", "trailers.json")) as f:
+            return json.load(f)
+
     def messages(self):
         return git(self.tree, "log", "--reverse", "--format=%B%x01", "base..HEAD").split("\x01")
 
     def test_trailers_from_cover_and_patch_replies(self):
-        rc, out = self.trailers("replies.mbox")
-        self.assertEqual(rc, 0, out)
+        self.trailers_ok("replies.mbox")
         m1, m2 = self.messages()[:2]
         # at the end of the trailer block, after the sign-off
         self.assertIn("Signed-off-by: Jane Doe <jane@example.org>\n"
@@ -177,32 +182,27 @@ class Trailers(unittest.TestCase):
         series = os.path.join(self.tmp, "series")
         p1 = open(os.path.join(series, "0001-yama-add-the-symlinks-sysctl.patch")).read()
         self.assertIn("Tested-by: Paul Moore <paul@example.org>", p1)
-        res = json.load(open(os.path.join(self.tmp, "results", "trailers.json")))
-        self.assertEqual(len(res["added"]), 5)
+        self.assertEqual(len(self.result()["added"]), 5)
 
     def test_a_duplicate_trailer_is_not_added_twice(self):
-        rc, out = self.trailers("replies.mbox")
-        self.assertEqual(rc, 0, out)
+        out = self.trailers_ok("replies.mbox")
         # Kees's Reviewed-by comes from the cover and from patch 1's reply
         self.assertIn("already there: yama: add the symlinks sysctl: Reviewed-by: Kees Cook", out)
         head = git(self.tree, "rev-parse", "HEAD")
-        rc, out = self.trailers("replies.mbox")
-        self.assertEqual(rc, 0, out)
-        self.assertIn("0 trailer(s) added", out)
+        self.assertIn("0 trailer(s) added", self.trailers_ok("replies.mbox"))
         self.assertEqual(git(self.tree, "rev-parse", "HEAD"), head)
         for m in self.messages()[:2]:
             self.assertEqual(m.count("Reviewed-by: Kees Cook <kees@example.org>"), 1, m)
 
     def test_comments_and_a_nak_are_listed_with_quoted_lines(self):
-        rc, out = self.trailers("replies.mbox")
-        self.assertEqual(rc, 0, out)
+        out = self.trailers_ok("replies.mbox")
         self.assertIn("NAK from Al Viro <viro@example.org> on yama: refuse symlinks in sticky "
                       "directories:\n      > Should this read the sysctl once?\n"
                       "    | NAK until the race is fixed.", out)
         self.assertIn("comment to answer from Paul Moore <paul@example.org> on yama: refuse "
                       "symlinks", out)
         self.assertIn("      > +\tif (protected_symlinks && sticky)", out)
-        res = json.load(open(os.path.join(self.tmp, "results", "trailers.json")))
+        res = self.result()
         self.assertEqual(res["naks"], 1)
         self.assertEqual(len(res["comments"]), 2)
 
@@ -353,12 +353,13 @@ class Lint(unittest.TestCase):
         res = self.lint(self.series(frm="Other Person <other@example.org>"))
         self.assertEqual(res["signoff"][0], "fail")
         self.assertIn("the author <other@example.org> has no Signed-off-by", res["signoff"][1])
-        ph = posting.placeholder()
-        info = self.series(frm="%s <%s>" % ph)
-        for n, (p, m) in enumerate(info):
-            m.set_payload(m.get_payload().replace("Jane Doe <jane@example.org>", "%s <%s>" % ph))
-        self.assertEqual(self.lint(info)["signoff"][0], "fail")
-        self.assertIn("placeholder", self.lint(info)["signoff"][1])
+        ph = "%s <%s>" % posting.placeholder()
+        info = self.series(frm=ph)
+        for p, m in info:
+            m.set_payload(m.get_payload().replace("Jane Doe <jane@example.org>", ph))
+        verdict, detail = self.lint(info)["signoff"]
+        self.assertEqual(verdict, "fail")
+        self.assertIn("placeholder", detail)
         self.assertEqual(self.lint(info, send=False)["signoff"][0], "warn")
 
     def test_fixes_tag(self):
@@ -371,21 +372,19 @@ class Lint(unittest.TestCase):
         self.assertIn("is not Fixes:", res["fixes-tag"][1])
 
     def test_inline_in_c_and_static_function_in_header(self):
-        res = self.lint(self.series(added="static inline int f(void) { return 0; }"))
-        self.assertEqual(res["inline-in-c"][0], "fail")
-        res = self.lint(self.series(added="static int f(void)", path="include/linux/yama.h"))
-        self.assertEqual(res["static-in-header"][0], "fail")
-        self.assertEqual(res["inline-in-c"][0], "pass")
-        res = self.lint(self.series(added="static inline int f(void)",
-                                    path="include/linux/yama.h"))
-        self.assertEqual(res["static-in-header"][0], "pass")
-        res = self.lint(self.series(added="static __always_inline int f(void)",
-                                    path="include/linux/yama.h"))
-        self.assertEqual(res["static-in-header"][0], "pass")
-        # user space (the kselftests) is not kernel code
-        res = self.lint(self.series(added="static int f(void)",
-                                    path="tools/testing/selftests/yama/common.h"))
-        self.assertEqual(res["static-in-header"][0], "pass")
+        h = "include/linux/yama.h"
+        for added, path, want in [
+                ("static inline int f(void) { return 0; }", "security/yama/yama_lsm.c",
+                 {"inline-in-c": "fail"}),
+                ("static int f(void)", h, {"static-in-header": "fail", "inline-in-c": "pass"}),
+                ("static inline int f(void)", h, {"static-in-header": "pass"}),
+                ("static __always_inline int f(void)", h, {"static-in-header": "pass"}),
+                # user space (the kselftests) is not kernel code
+                ("static int f(void)", "tools/testing/selftests/yama/common.h",
+                 {"static-in-header": "pass"})]:
+            with self.subTest(added=added, path=path):
+                res = self.lint(self.series(added=added, path=path))
+                self.assertEqual({k: res[k][0] for k in want}, want)
 
 
 # trailers.py needs TREE at import; set only for the import, so that the
