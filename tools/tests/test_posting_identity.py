@@ -11,26 +11,24 @@ IDENTITY = os.path.join(WS, "tools", "identity")
 PLACEHOLDER = "Yama Developers <yama-dev@example.org>"
 
 
-def clean_env(tmp_path, **extra):
-    """An environment with no global or system git identity."""
+def clean_env(tmp_path, name=None, addr=None, **extra):
+    """An environment with no global or system git identity, and a
+    workspace repo (IDENTITY_REPO) with user.name NAME and user.email ADDR
+    when given."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GIT_", "SENDER"))}
-    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", XDG_CONFIG_HOME=str(home / ".config"))
-    env.update(extra)
-    return env
-
-
-def repo(tmp_path, name=None, addr=None):
     r = tmp_path / "repo"
     r.mkdir(exist_ok=True)
     subprocess.run(["git", "init", "-q", str(r)], check=True)
-    if name:
-        subprocess.run(["git", "-C", str(r), "config", "user.name", name], check=True)
-    if addr:
-        subprocess.run(["git", "-C", str(r), "config", "user.email", addr], check=True)
-    return r
+    for key, value in (("user.name", name), ("user.email", addr)):
+        if value:
+            subprocess.run(["git", "-C", str(r), "config", key, value], check=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GIT_", "SENDER"))}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", XDG_CONFIG_HOME=str(home / ".config"),
+               IDENTITY_REPO=str(r))
+    env.update(extra)
+    return env
 
 
 def ident(env, *args):
@@ -49,8 +47,8 @@ def shell_vars(out):
 
 
 def test_sender_wins_over_git_config(tmp_path):
-    r = repo(tmp_path, "Git Person", "git@person.example")
-    env = clean_env(tmp_path, IDENTITY_REPO=str(r), SENDER="Jane Q. Doe <jane@kernel.example>")
+    env = clean_env(tmp_path, "Git Person", "git@person.example",
+                    SENDER="Jane Q. Doe <jane@kernel.example>")
     rc, out, err = ident(env, "--shell")
     v = shell_vars(out)
     assert rc == 0 and not err
@@ -59,8 +57,7 @@ def test_sender_wins_over_git_config(tmp_path):
 
 
 def test_git_config_of_the_workspace_repo(tmp_path):
-    r = repo(tmp_path, "Mickaël Salaün", "mic@digikod.example")
-    env = clean_env(tmp_path, IDENTITY_REPO=str(r))
+    env = clean_env(tmp_path, "Mickaël Salaün", "mic@digikod.example")
     rc, out, err = ident(env)
     assert rc == 0 and out.strip() == "Mickaël Salaün <mic@digikod.example>"
     assert shell_vars(ident(env, "--shell")[1])["SENDER_SOURCE"] == "git"
@@ -69,17 +66,16 @@ def test_git_config_of_the_workspace_repo(tmp_path):
 
 
 def test_global_git_config_counts(tmp_path):
-    r = repo(tmp_path)
-    env = clean_env(tmp_path, IDENTITY_REPO=str(r))
+    env = clean_env(tmp_path)
     subprocess.run(["git", "config", "--global", "user.name", "Glo Bal"], env=env, check=True)
     subprocess.run(["git", "config", "--global", "user.email", "g@b.example"], env=env, check=True)
     assert ident(env)[1].strip() == "Glo Bal <g@b.example>"
 
 
-@pytest.mark.parametrize("name,addr", [(None, None), ("Only Name", None), (None, "only@addr.example")])
+@pytest.mark.parametrize("name,addr", [(None, None), ("Only Name", None),
+                                       (None, "only@addr.example")])
 def test_placeholder_only_without_identity_and_then_a_warning(tmp_path, name, addr):
-    r = repo(tmp_path, name, addr)
-    env = clean_env(tmp_path, IDENTITY_REPO=str(r))
+    env = clean_env(tmp_path, name, addr)
     rc, out, err = ident(env, "--shell")
     v = shell_vars(out)
     assert rc == 0 and v["SENDER"] == PLACEHOLDER and v["SENDER_SOURCE"] == "placeholder"
@@ -88,7 +84,7 @@ def test_placeholder_only_without_identity_and_then_a_warning(tmp_path, name, ad
 
 
 def test_the_placeholder_given_as_sender_is_still_the_placeholder(tmp_path):
-    env = clean_env(tmp_path, IDENTITY_REPO=str(repo(tmp_path)), SENDER=PLACEHOLDER)
+    env = clean_env(tmp_path, SENDER=PLACEHOLDER)
     assert shell_vars(ident(env, "--shell")[1])["SENDER_SOURCE"] == "placeholder"
     assert "WARNING" in ident(env, "--warn")[2]
 
@@ -96,14 +92,13 @@ def test_the_placeholder_given_as_sender_is_still_the_placeholder(tmp_path):
 @pytest.mark.parametrize("bad", ["jane@kernel.example", "Jane", "Jane <jane>", "<j@k.example>",
                                  "Jane <a@b> <c@d>"])
 def test_invalid_sender_is_an_error(tmp_path, bad):
-    env = clean_env(tmp_path, IDENTITY_REPO=str(repo(tmp_path)), SENDER=bad)
+    env = clean_env(tmp_path, SENDER=bad)
     rc, out, err = ident(env)
     assert rc == 2 and "not of the form" in err and out == ""
 
 
 def test_lib_sh_takes_the_identity_from_tools_identity(tmp_path):
-    r = repo(tmp_path, "Lib User", "lib@user.example")
-    env = clean_env(tmp_path, IDENTITY_REPO=str(r))
+    env = clean_env(tmp_path, "Lib User", "lib@user.example")
     out = subprocess.run(["bash", "-c", '. "%s/tools/lib.sh"; echo "$SENDER_NAME|$SENDER_EMAIL|'
                           '$SENDER_SOURCE"' % WS], env=env, stdout=subprocess.PIPE,
                          universal_newlines=True, check=True).stdout
@@ -145,21 +140,23 @@ def test_one_home_for_the_placeholder():
     assert "yama-dev@example.org" not in open(os.path.join(WS, "Makefile")).read()
 
 
+def posting(tmp_path, **extra):
+    """tools/posting with no tree (it cannot post): (exit status, output)."""
+    env = clean_env(tmp_path, BUILD=str(tmp_path / "build"), TREE=str(tmp_path / "no-tree"),
+                    OUT=str(tmp_path / "out"), **extra)
+    p = subprocess.run([os.path.join(WS, "tools", "posting")], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    return p.returncode, p.stdout
+
+
 def test_posting_warns_when_the_sender_is_the_placeholder(tmp_path):
     """make posting prints the warning (before and after the stage), even
     when the posting itself cannot be made."""
-    env = clean_env(tmp_path, IDENTITY_REPO=str(repo(tmp_path)), BUILD=str(tmp_path / "build"),
-                    TREE=str(tmp_path / "no-tree"), OUT=str(tmp_path / "out"))
-    p = subprocess.run([os.path.join(WS, "tools", "posting")], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True)
-    assert p.returncode != 0
-    assert "WARNING: the posting is NOT sendable" in p.stdout, p.stdout
+    rc, out = posting(tmp_path)
+    assert rc != 0
+    assert "WARNING: the posting is NOT sendable" in out, out
 
 
 def test_posting_does_not_warn_with_an_identity(tmp_path):
-    env = clean_env(tmp_path, IDENTITY_REPO=str(repo(tmp_path)), BUILD=str(tmp_path / "build"),
-                    TREE=str(tmp_path / "no-tree"), OUT=str(tmp_path / "out"),
-                    SENDER="Jane Doe <jane@kernel.example>")
-    p = subprocess.run([os.path.join(WS, "tools", "posting")], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True)
-    assert "WARNING" not in p.stdout, p.stdout
+    rc, out = posting(tmp_path, SENDER="Jane Doe <jane@kernel.example>")
+    assert "WARNING" not in out, out
