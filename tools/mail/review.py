@@ -55,17 +55,11 @@ def state(update=None):
     return s
 
 
-def read_thread(path):
-    """The messages of the mbox PATH, CRLF and folded headers undone:
-    [(n, M, revision, subject, message)] for the patches and the cover,
-    [message] for the rest (replies). Raises Fail on what cannot be a
+def read_thread(path, data):
+    """The messages of DATA, the mbox PATH with CRLF undone, folded headers
+    undone too: [(n, M, revision, subject, message)] for the patches and the
+    cover, [message] for the rest (replies). Raises Fail on what cannot be a
     posted thread."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise Fail("cannot read %s: %s" % (path, e))
-    data = data.replace(b"\r\n", b"\n")
     if not data.startswith(b"From "):
         raise Fail("%s is not an mbox: it does not start with a 'From ' separator line "
                    "(save the whole thread as mbox; one .eml needs a 'From ' line first)" % path)
@@ -128,7 +122,13 @@ def write_mbox(msgs, path):
 
 def prepare(path):
     os.makedirs(AM_DIR, exist_ok=True)
-    thread, other = read_thread(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Fail("cannot read %s: %s" % (path, e))
+    raw = data.replace(b"\r\n", b"\n")
+    thread, other = read_thread(path, raw)
     notes = []
     M, rev = thread[-1][1], thread[-1][2]
     cover = thread[0] if thread[0][0] == 0 else None
@@ -138,9 +138,6 @@ def prepare(path):
         notes.append("no cover letter (0/%d) in the thread: the patches are reviewed alone, "
                      "and without a change-id there is no range-diff" % M)
     # The order the file had, for the note: patches sorted by n for git am.
-    with open(path, "rb") as f:
-        data = f.read()
-    raw = data.replace(b"\r\n", b"\n")
     raw_order = [int(x) for x in re.findall(rb"(?m)^Subject: \[(?:PATCH|RFC)[^\]]*? (\d+)/\d+\]",
                                             raw)]
     if raw_order != sorted(raw_order):
