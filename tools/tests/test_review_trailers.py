@@ -442,3 +442,29 @@ class TrailerLines(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def test_summary_fails_a_stage_that_left_no_verdict(tmp_path):
+    """A stage that was asked for and ran on an applied thread, but wrote
+    no verdict (it died), fails the review; with its verdict it passes."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (tmp_path / "state.json").write_text(json.dumps(
+        {"mbox": "t.mbox", "revision": 2, "subject": "s", "patches": 1, "cover": True,
+         "applies": True, "base": "0" * 40}))
+    env = dict(os.environ, REVIEW_DIR=str(tmp_path), TREE=str(tmp_path / "linux"),
+               RESULTS=str(results), MAIN_RESULTS=str(tmp_path / "main"))
+
+    def summary():
+        rc, out = sh([PY, os.path.join(WS, "tools/mail/review.py"), "summary", "lint kunit"],
+                     env)
+        return rc, out, json.load(open(tmp_path / "main/review.json"))["verdict"]
+
+    (results / "lint.verdict").write_text("lint\tpass\t3\t0\n")
+    rc, out, verdict = summary()
+    assert "kunit:       no verdict (stage died)" in out, out
+    assert (rc, verdict) == (1, "fail")
+    (results / "kunit.verdict").write_text("kunit\tpass\t14\t0\n")
+    rc, out, verdict = summary()
+    assert "kunit:       pass (14 passed, 0 failed)" in out, out
+    assert (rc, verdict) == (0, "pass")
