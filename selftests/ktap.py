@@ -34,13 +34,11 @@ from kernel_reports import scan as scan_console  # noqa: E402
 
 
 def parse_ktap(text):
-    """Return (programs, cases, planned): programs are dicts with name and
-    result, cases dicts with program, name, result and reason."""
-    programs, cases = [], []
-    planned = None
-    current = None
-    run_name = None
-    nested_planned = {}
+    """Return (programs, cases, planned, nested_planned): programs are dicts
+    with name, result and detail, cases dicts with program, name, result and
+    reason; nested_planned the plan of each program."""
+    programs, cases, nested_planned = [], [], {}
+    planned = current = run_name = None
     for raw in text.splitlines():
         line = raw.rstrip("\r")
         m = TOP_PLAN.match(line)
@@ -109,18 +107,26 @@ def parse_counts(text):
         m = COUNTS.match(line.rstrip("\r"))
         if not m:
             continue
-        values = {}
-        for pair in m.group(2).split():
-            key, _, value = pair.partition("=")
-            try:
-                values[key] = int(value)
-            except ValueError:
-                try:
-                    values[key] = float(value)
-                except ValueError:
-                    values[key] = value
-        found[m.group(1)] = values
+        pairs = (pair.partition("=") for pair in m.group(2).split())
+        found[m.group(1)] = {key: number(value) for key, _, value in pairs}
     return found
+
+
+def number(value):
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def read(path):
+    """The log, or "" when the boot left none."""
+    try:
+        return open(path, errors="replace").read()
+    except OSError:
+        return ""
 
 
 def main(argv):
@@ -141,15 +147,7 @@ def main(argv):
                     help="how many programs the boot had to run")
     args = ap.parse_args(argv)
 
-    try:
-        ktap = open(args.ktap, errors="replace").read()
-    except OSError:
-        ktap = ""
-    try:
-        console = open(args.console, errors="replace").read()
-    except OSError:
-        console = ""
-
+    ktap, console = read(args.ktap), read(args.console)
     programs, cases, planned, nested_planned = parse_ktap(ktap)
     problems = list(args.problem)
     if planned is None:
@@ -164,18 +162,15 @@ def main(argv):
     if "# yama-selftests: end" not in ktap:
         problems.append("the run did not reach its end")
     for prog in programs:
-        got = sum(1 for c in cases if c["program"] == prog["name"])
+        mine = [c["result"] for c in cases if c["program"] == prog["name"]]
         want = nested_planned.get(prog["name"])
-        if want is not None and got != want:
+        if want is not None and len(mine) != want:
             problems.append("%s: %d of %d cases reported" %
-                            (prog["name"], got, want))
-        if prog["result"] == "fail" and not any(
-                c["result"] == "fail" for c in cases
-                if c["program"] == prog["name"]):
+                            (prog["name"], len(mine), want))
+        if prog["result"] == "fail" and "fail" not in mine:
             problems.append("%s failed: %s" % (prog["name"], prog["detail"]))
 
-    for bad in scan_console(console):
-        problems.append("console: " + bad)
+    problems += ["console: " + bad for bad in scan_console(console)]
     for regex in args.console_must:
         if not re.search(regex, console, re.M):
             problems.append("console lacks /%s/" % regex)
@@ -185,10 +180,8 @@ def main(argv):
             problems.append("console has /%s/: %s" % (regex, m.group(0)))
 
     if args.all_skip:
-        for c in cases:
-            if c["result"] != "skip":
-                problems.append("%s: %s without Yama (must skip)" %
-                                (c["name"], c["result"]))
+        problems += ["%s: %s without Yama (must skip)" % (c["name"], c["result"])
+                     for c in cases if c["result"] != "skip"]
     for glob in args.must_pass:
         matched = [c for c in cases if fnmatch.fnmatch(c["name"], glob)]
         if not matched:
@@ -202,18 +195,15 @@ def main(argv):
     counts = {k: sum(1 for c in cases if c["result"] == k)
               for k in ("pass", "fail", "skip")}
     for c in cases:
-        tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}[c["result"]]
         extra = "  (%s)" % c["reason"] if c["reason"] else ""
-        print("  %-4s %s/%s: %s%s" % (tag, args.scenario, c["program"],
-                                      c["name"], extra))
+        print("  %-4s %s/%s: %s%s" % (c["result"].upper(), args.scenario,
+                                      c["program"], c["name"], extra))
     for p in problems:
         print("  FAIL %s: %s" % (args.scenario, p))
     summary = {
         "scenario": args.scenario,
         "cases": len(cases),
-        "pass": counts["pass"],
-        "fail": counts["fail"],
-        "skip": counts["skip"],
+        **counts,   # pass, fail, skip
         "problems": problems,
         "ok": counts["fail"] == 0 and not problems,
         "results": cases,
