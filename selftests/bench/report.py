@@ -19,6 +19,7 @@ import os
 import statistics
 import sys
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 STAT_BENCHES = ["symlink", "symlink-dirowner", "midlink", "hardlink"]
 DESCR = {
     "symlink": "stat() via a trailing symlink the follower owns, sticky 1777 dir",
@@ -61,6 +62,10 @@ def fmt(x, nd=1):
     return "-" if x is None else f"{x:.{nd}f}"
 
 
+def per_variant(stat, vals):
+    return {v: stat(x) for v, x in vals.items()}
+
+
 def table(rows, cols):
     """A header and one line per benchmark row: its name, N and rounds,
     then one column per (header, width, value of a row)."""
@@ -97,6 +102,37 @@ def parse_channel(path):
     return runs, prof, info, errors, ended
 
 
+def lines_of(path):
+    """The lines of a file without their newline; none when it is missing."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def read(path):
+    """A file's text, None when it is missing."""
+    if os.path.exists(path):
+        with open(path) as f:
+            return f.read()
+    return None
+
+
+def keyvals(items):
+    """{key: value} of "key=value" strings (the last one wins)."""
+    return dict(i.partition("=")[::2] for i in items)
+
+
+def write(prefix, out, lines):
+    """PREFIX.json, PREFIX.txt, and the table on stdout."""
+    text = "\n".join(lines) + "\n"
+    with open(prefix + ".json", "w") as f:
+        json.dump(out, f, indent=1)
+    with open(prefix + ".txt", "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+
 def info_value(info, key):
     for i in info:
         if i.startswith(key + " "):
@@ -106,15 +142,8 @@ def info_value(info, key):
 
 def kernel(channel, prefix, machine_path):
     runs, prof, info, errors, ended = parse_channel(channel)
-    machine = {}
-    if os.path.exists(machine_path):
-        with open(machine_path) as f:
-            machine = json.load(f)
-    ns = {}
-    nline = info_value(info, "N") or ""
-    for kv in nline.split():
-        k, _, v = kv.partition("=")
-        ns[k] = v
+    m = json.loads(read(machine_path) or "{}")   # the machine
+    ns = keyvals((info_value(info, "N") or "").split())   # ops per batch
     problems = list(errors)
     if not ended:
         problems.append("the bench boot did not reach END (timeout or crash: see console.log)")
@@ -122,17 +151,15 @@ def kernel(channel, prefix, machine_path):
     rows = []
     for b in STAT_BENCHES:
         vals = {v: runs.get((b, v), []) for v in ("yama", "off", "vfs")}
-        med = {v: median(x) for v, x in vals.items()}
-        for v, x in vals.items():
-            if not x:
-                problems.append(f"no run of {b} with variant {v}")
+        med = per_variant(median, vals)
+        problems += [f"no run of {b} with variant {v}" for v, x in vals.items() if not x]
         rows.append({
             "bench": b, "what": DESCR[b],
             "n": int(ns.get("hardlink" if b == "hardlink" else "stat", 0) or 0),
             "rounds": min(len(x) for x in vals.values()),
             "median_ns": med,
-            "mad_pct": {v: mad_pct(x) for v, x in vals.items()},
-            "min_ns": {v: low(x) for v, x in vals.items()},
+            "mad_pct": per_variant(mad_pct, vals),
+            "min_ns": per_variant(low, vals),
             "min_yama/off": ratio(low(vals["yama"]), low(vals["off"])),
             "min_vfs/off": ratio(low(vals["vfs"]), low(vals["off"])),
             "paired_yama/off": paired(vals["yama"], vals["off"]),
@@ -144,15 +171,16 @@ def kernel(channel, prefix, machine_path):
     prows = []
     for d in depths:
         b = f"ptrace-depth{d}"
-        s1, s0 = runs.get((b, "scope1"), []), runs.get((b, "scope0"), [])
+        vals = {v: runs.get((b, v), []) for v in ("scope1", "scope0")}
+        s1, s0 = vals.values()
         if not s1 or not s0:
             problems.append(f"no run of {b} at scope 1 or 0")
         prows.append({
             "bench": b, "depth": d, "n": int(ns.get("ptrace", 0) or 0),
             "rounds": min(len(s1), len(s0)),
-            "median_ns": {"scope1": median(s1), "scope0": median(s0)},
-            "mad_pct": {"scope1": mad_pct(s1), "scope0": mad_pct(s0)},
-            "min_ns": {"scope1": low(s1), "scope0": low(s0)},
+            "median_ns": per_variant(median, vals),
+            "mad_pct": per_variant(mad_pct, vals),
+            "min_ns": per_variant(low, vals),
             "min_scope1/scope0": ratio(low(s1), low(s0)),
             "paired_scope1/scope0": paired(s1, s0),
             "scope1/scope0": ratio(median(s1), median(s0)),
@@ -176,26 +204,22 @@ def kernel(channel, prefix, machine_path):
             # The hook runs whatever the sysctl; leave-RCU functions must
             # not be hit more often with the restriction on.
             if not equal and not fn.startswith("yama_"):
-                problems.append(f"RCU-walk: {fn} hit {on} times with Yama on, {off} with Yama off ({b})")
+                problems.append(f"RCU-walk: {fn} hit {on} times with Yama on, "
+                                f"{off} with Yama off ({b})")
     if not prof_rows:
         problems.append("no profiler counts (function profiler missing?)")
 
-    out = {"machine": machine, "info": info, "n": ns, "stat": rows,
-           "ptrace": prows, "rcu_walk": prof_rows, "problems": problems}
-    with open(prefix + ".json", "w") as f:
-        json.dump(out, f, indent=1)
-    lines = []
-    m = machine
-    lines.append(f"Kernel side: one boot of {info_value(info, 'kernel') or '?'} in "
-                 f"qemu-system-x86_64 {m.get('qemu', '?')} ({m.get('accel', '?')}, 1 vCPU), "
-                 f"host {m.get('cpu', '?')} x{m.get('cores', '?')}, load {m.get('load', '?')}")
-    lines.append("median ns/op; rnd batches of N ops per variant, the variants alternating"
-                 " batch by batch in one process")
-    lines.append("(yama = kernel.yama.protected_* 1 + fs.protected_* 0, off = all 0,"
-                 " vfs = fs.protected_* 1 + Yama's 0)")
-    lines.append("(paired = median of the per-batch ratios; min = ratio of the fastest"
-                 " batches, the ones the host disturbed least;")
-    lines.append(" mad% = median absolute deviation of the off batches: the noise)")
+    lines = [f"Kernel side: one boot of {info_value(info, 'kernel') or '?'} in "
+             f"qemu-system-x86_64 {m.get('qemu', '?')} ({m.get('accel', '?')}, 1 vCPU), "
+             f"host {m.get('cpu', '?')} x{m.get('cores', '?')}, load {m.get('load', '?')}",
+             "median ns/op; rnd batches of N ops per variant, the variants alternating"
+             " batch by batch in one process",
+             "(yama = kernel.yama.protected_* 1 + fs.protected_* 0, off = all 0,"
+             " vfs = fs.protected_* 1 + Yama's 0)",
+             "(paired = median of the per-batch ratios; min = ratio of the fastest"
+             " batches, the ones the host disturbed least;",
+             " mad% = median absolute deviation of the off batches: the noise)"]
+
     def med(key):
         return lambda r: fmt(r["median_ns"][key])
 
@@ -222,34 +246,20 @@ def kernel(channel, prefix, machine_path):
         lines.append(f"  {r['bench']:<17}{r['function']:<28}"
                      f"{','.join(map(str, r['yama_on'])):>16} | "
                      f"{','.join(map(str, r['yama_off'])):<16} {mark}")
-    for p in problems:
-        lines.append("PROBLEM: " + p)
-    text = "\n".join(lines) + "\n"
-    with open(prefix + ".txt", "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    lines += ["PROBLEM: " + p for p in problems]
+    write(prefix, {"machine": m, "info": info, "n": ns, "stat": rows, "ptrace": prows,
+                   "rcu_walk": prof_rows, "problems": problems}, lines)
     return 1 if problems else 0
 
 
 def read_tsv(path):
     rows = []
-    with open(path) as f:
-        for line in f:
-            p = line.rstrip("\n").split("\t")
-            if len(p) >= 5 and not line.startswith("#"):
-                rows.append({"stage": p[0], "verdict": p[1], "passed": p[2],
-                             "failed": p[3], "seconds": int(p[4])})
+    for line in lines_of(path):
+        p = line.split("\t")
+        if len(p) >= 5 and not line.startswith("#"):
+            rows.append({"stage": p[0], "verdict": p[1], "passed": p[2],
+                         "failed": p[3], "seconds": int(p[4])})
     return rows
-
-
-def read_meta(path):
-    meta = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                k, _, v = line.rstrip("\n").partition("=")
-                meta[k] = v
-    return meta
 
 
 # The loops of issue 15 and their targets (seconds, 2 cores): the
@@ -266,14 +276,11 @@ RECORD_TARGETS = {"cold": ("cold make check, fresh clone, empty ccache", 25 * 60
 
 def read_loops(path):
     rows = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                p = line.rstrip("\n").split("\t")
-                if len(p) >= 6:
-                    rows.append({"loop": p[0], "side": p[1], "run": int(p[2]),
-                                 "seconds": float(p[3]), "verdict": p[4],
-                                 "load": p[5]})
+    for line in lines_of(path):
+        p = line.split("\t")
+        if len(p) >= 6:
+            rows.append({"loop": p[0], "side": p[1], "run": int(p[2]),
+                         "seconds": float(p[3]), "verdict": p[4], "load": p[5]})
     return rows
 
 
@@ -281,9 +288,15 @@ def secs(x):
     return "-" if x is None else ("%.0f" % x if x >= 100 else "%.1f" % x)
 
 
+def goal(target, met):
+    return "%d %s" % (target, "met" if met else "MISSED")
+
+
+ROW = "%-52s %7s %7s %6s %4s %7s  %s"
+
+
 def workspace(bench_dir, prefix):
-    records_dir = os.environ.get("BENCH_RECORDS") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "records")
+    records_dir = os.environ.get("BENCH_RECORDS") or os.path.join(HERE, "records")
     loops = read_loops(os.path.join(bench_dir, "loops.tsv"))
     out = {"loops": {}, "records": {}}
     try:
@@ -295,28 +308,23 @@ def workspace(bench_dir, prefix):
              "Medians of the timed runs (a warm-up run of each side first is not",
              "counted); before = %s," % before,
              "after = now, run alternately in one make bench; ratio = after / before.",
-             "%-52s %7s %7s %6s %4s %7s  %s" % ("loop", "before", "after", "ratio",
-                                                "runs", "target", "load")]
+             ROW % ("loop", "before", "after", "ratio", "runs", "target", "load")]
     for loop, (what, target) in LOOP_TARGETS.items():
         rows = [r for r in loops if r["loop"] == loop and r["run"] > 0]
         if not rows:
             continue
-        bef = [r["seconds"] for r in rows if r["side"] == "before"]
-        aft = [r["seconds"] for r in rows if r["side"] == "after"]
-        bef = median(bef) if bef else None
-        aft = median(aft) if aft else None
+        bef = median([r["seconds"] for r in rows if r["side"] == "before"])
+        aft = median([r["seconds"] for r in rows if r["side"] == "after"])
         ratio = aft / bef if bef and aft is not None else None
         bad = [r for r in rows if "(exit 0)" not in r["verdict"]]
         runs = min(sum(r["side"] == s for r in rows) for s in ("before", "after"))
         # a loop whose runs failed meets no target
         met = aft is not None and aft <= target and not bad
         loads = sorted((r["load"] for r in rows), key=float)
-        lines.append("%-52s %7s %7s %6s %4d %7s  %s" % (
-            what, secs(bef), secs(aft), "-" if ratio is None else "%.2f" % ratio, runs,
-            "%d %s" % (target, "met" if met else "MISSED"),
-            "%s-%s" % (loads[0], loads[-1])))
-        for r in bad:
-            lines.append("    FAILED RUN: %s %s run %d: %s" % (loop, r["side"], r["run"], r["verdict"]))
+        lines.append(ROW % (what, secs(bef), secs(aft), fmt(ratio, 2), runs,
+                            goal(target, met), "%s-%s" % (loads[0], loads[-1])))
+        lines += ["    FAILED RUN: %s %s run %d: %s" % (loop, r["side"], r["run"], r["verdict"])
+                  for r in bad]
         out["loops"][loop] = {"what": what, "before": bef, "after": aft, "ratio": ratio,
                               "runs": runs, "target": target, "met": met,
                               "failed_runs": len(bad), "rows": rows}
@@ -326,19 +334,19 @@ def workspace(bench_dir, prefix):
             pth = os.path.join(records_dir, "check-%s%s.tsv" % (label, suffix))
             if os.path.exists(pth):
                 recs[side] = {"stages": read_tsv(pth),
-                              "meta": read_meta(pth[:-4] + ".meta")}
+                              "meta": keyvals(lines_of(pth[:-4] + ".meta"))}
         if not recs:
             continue
         wall = {s: int(r["meta"].get("wall") or sum(x["seconds"] for x in r["stages"]))
                 for s, r in recs.items()}
         ratio = wall["after"] / wall["before"] if len(wall) == 2 else None
         met = "after" in wall and wall["after"] <= target
-        lines.append("%-52s %7s %7s %6s %4s %7s  %s" % (
-            what, wall.get("before", "-"), wall.get("after", "-"),
-            "-" if ratio is None else "%.2f" % ratio, "1",
-            "%d %s" % (target, "met" if met else "MISSED") if "after" in wall else "%d" % target,
-            "; ".join("%s: %s, load %s" % (s, r["meta"].get("when", "?"), r["meta"].get("load", "?"))
-                      for s, r in recs.items())))
+        when = "; ".join("%s: %s, load %s" % (s, r["meta"].get("when", "?"),
+                                               r["meta"].get("load", "?"))
+                         for s, r in recs.items())
+        lines.append(ROW % (what, wall.get("before", "-"), wall.get("after", "-"),
+                            fmt(ratio, 2), "1",
+                            goal(target, met) if "after" in wall else "%d" % target, when))
         for s, r in recs.items():
             lines.append("    %s: %s" % (s, ", ".join("%s %ds" % (x["stage"], x["seconds"])
                                                     for x in r["stages"])))
@@ -351,23 +359,16 @@ def workspace(bench_dir, prefix):
     if len(lines) == 5:
         lines.append("  (nothing measured: make bench, BENCH_LOOPS=..., or "
                      "tools/bench --record-check LABEL)")
-    text = "\n".join(lines) + "\n"
-    with open(prefix + ".json", "w") as f:
-        json.dump(out, f, indent=1)
-    with open(prefix + ".txt", "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write(prefix, out, lines)
     return 0
 
 
 def figures(bench_dir, dest):
     """README-figures.md: both tables and the machine, for README.md."""
     parts = ["## Figures", ""]
-    kj = os.path.join(bench_dir, "kernel.json")
-    if os.path.exists(kj):
-        with open(kj) as f:
-            k = json.load(f)
-        m = k.get("machine", {})
+    kj = read(os.path.join(bench_dir, "kernel.json"))
+    if kj is not None:
+        m = json.loads(kj).get("machine", {})
         parts.append(f"From `make bench` on {m.get('cpu', '?')} x{m.get('cores', '?')} "
                      f"(host kernel {m.get('host_kernel', '?')}, load {m.get('load', '?')}), "
                      f"qemu-system-x86_64 {m.get('qemu', '?')} {m.get('accel', '?')}, one boot. "
@@ -375,15 +376,12 @@ def figures(bench_dir, dest):
                      "ratios within the mad% column as equal.")
         parts.append("")
     for name in ("kernel", "workspace"):
-        p = os.path.join(bench_dir, name + ".txt")
-        if os.path.exists(p):
-            with open(p) as f:
-                parts += ["```", f.read().rstrip("\n"), "```", ""]
-    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "NOTES.md")
-    if os.path.exists(notes):
-        with open(notes) as f:
-            parts.append(f.read().rstrip("\n"))
-        parts.append("")
+        text = read(os.path.join(bench_dir, name + ".txt"))
+        if text is not None:
+            parts += ["```", text.rstrip("\n"), "```", ""]
+    notes = read(os.path.join(HERE, "NOTES.md"))
+    if notes is not None:
+        parts += [notes.rstrip("\n"), ""]
     with open(dest, "w") as f:
         f.write("\n".join(parts))
     return 0
