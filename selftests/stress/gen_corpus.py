@@ -77,9 +77,7 @@ def strtoul_lenient(tmp, q):
                 overflow = True
         res = (res * base + val) & ULLONG_MAX
         q += 1
-    if overflow:
-        return None
-    return res, q
+    return None if overflow else (res, q)
 
 
 def get_long(buf, p, size):
@@ -88,10 +86,8 @@ def get_long(buf, p, size):
         return None
     n = min(size, TMPBUFLEN - 1)
     tmp = bytes(buf[p:p + n]) + b"\0\0\0"
-    q = 0
-    neg = False
-    if tmp[0] == 0x2d and size > 1:
-        neg, q = True, 1
+    neg = tmp[0] == 0x2d and size > 1
+    q = 1 if neg else 0
     if not k_isdigit(tmp[q]):
         return None
     r = strtoul_lenient(tmp, q)
@@ -117,8 +113,6 @@ def model(data, lo, hi):
     p = 0
     vals = []
     for _ in range(2):  # Yama parses into int[2] to see a second number
-        if not left:
-            break
         while left and k_isspace(buf[p]):
             p += 1
             left -= 1
@@ -130,15 +124,10 @@ def model(data, lo, hi):
         neg, val, n = r
         p += n
         left -= n
-        if neg:
-            if val > INT_MAX + 1:
-                return EINVAL
-            v = -val
-        else:
-            if val > INT_MAX:
-                return EINVAL
-            v = val
-        if v < lo or v > hi:
+        if val > INT_MAX + neg:     # -(INT_MAX + 1) is an int too
+            return EINVAL
+        v = -val if neg else val
+        if not lo <= v <= hi:
             return EINVAL
         vals.append(v)
     while left and k_isspace(buf[p]):
@@ -147,6 +136,10 @@ def model(data, lo, hi):
     if not vals or len(vals) == 2:
         return EINVAL
     return vals[0], count - left
+
+
+C_ESCAPES = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8,
+             "\\": 92, '"': 34, "'": 39, "?": 63}
 
 
 def c_unescape(s):
@@ -160,10 +153,8 @@ def c_unescape(s):
             continue
         i += 1
         e = s[i]
-        simple = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7,
-                  "b": 8, "\\": 92, '"': 34, "'": 39, "?": 63}
-        if e in simple:
-            out.append(simple[e])
+        if e in C_ESCAPES:
+            out.append(C_ESCAPES[e])
             i += 1
         elif e == "x":
             m = re.match(r"[0-9a-fA-F]+", s[i + 1:])
@@ -198,19 +189,28 @@ def random_string(rng):
     pools = [b"0123456789", b" \t\n\v\f\r\xa0", b"-+", b"xXabcdefABCDEF",
              b"\0", bytes(range(256)), b"0123456789 \n"]
     n = rng.choice([1, 1, 2, 3, 4, 5, 8, 12, 20, 21, 22, 23, 30, 64, 200])
-    out = bytearray()
-    for _ in range(n):
-        out += bytes([rng.choice(rng.choice(pools))])
-    return bytes(out)
+    return bytes(rng.choice(rng.choice(pools)) for _ in range(n))
 
 
 def expectations(data):
     """Per sysctl: EINVAL, or the value, or None (not to be written)."""
-    res = []
-    for _, lo, hi in SYSCTLS:
-        r = model(data, lo, hi)
-        res.append(r)
-    return res
+    return [model(data, lo, hi) for _, lo, hi in SYSCTLS]
+
+
+def written(origin, sname):
+    """An above-maximum entry is written to its own sysctl only."""
+    return not origin.endswith(")") or origin.endswith(sname + ")")
+
+
+def c_outcome(origin, sname, e):
+    """corpus.h's (value the sysctl then holds, count the write returns)."""
+    if not written(origin, sname):
+        return "CORPUS_NOWRITE", "0"
+    if e == EINVAL:
+        return "CORPUS_EINVAL", "0"
+    if e is None or (sname == "ptrace_scope" and e[0] == 3):
+        return "CORPUS_NOWRITE", "0"    # 3 is final
+    return str(e[0]), str(e[1])
 
 
 def c_bytes(data):
@@ -225,16 +225,13 @@ def main():
     ap.add_argument("--random", type=int, default=240)
     args = ap.parse_args()
 
-    entries = []  # (origin, bytes)
     st = selftest_inputs(args.sysctl_test_c)
     if len(st) < 20:
         sys.exit("gen_corpus: only %d invalid inputs found in %s" %
                  (len(st), args.sysctl_test_c))
-    for name, data in st:
-        entries.append(("selftest:" + name, data))
-    for sname, lo, hi in SYSCTLS:
-        for v in (b"%d" % (hi + 1), b"%d\n" % (hi + 1), b"%d" % (hi + 2)):
-            entries.append(("selftest:invalid_out_of_range(%s)" % sname, v))
+    entries = [("selftest:" + name, data) for name, data in st]  # (origin, bytes)
+    entries += [("selftest:invalid_out_of_range(%s)" % sname, v) for sname, _, hi in SYSCTLS
+                for v in (b"%d" % (hi + 1), b"%d\n" % (hi + 1), b"%d" % (hi + 2))]
     longs = [
         b"1" + b" " * 5000,                     # accepted: value 1
         b"1" + b" " * (PAGE_SIZE - 2) + b"junk",  # junk after the page: ignored
@@ -248,50 +245,42 @@ def main():
         b"0" * (TMPBUFLEN - 3) + b"1",          # 20 digits (octal 1): accepted
         b"\n" * 20000,
     ]
-    for data in longs:
-        entries.append(("long:%d" % len(data), data))
+    entries += [("long:%d" % len(data), data) for data in longs]
     # Accepted spellings (base 0 parsing, "-0", leading white space of any
     # kind, 0xa0 included): the kernel takes them, the value must follow.
     quirks = [b"0x1", b"0X1", b"-0", b"01", b"00", b"\xa01", b"\v\f\r 1",
               b"1\n\n", b"\t0\t", b"0x0", b"1 \n \t"]
-    for data in quirks:
-        entries.append(("quirk", data))
+    entries += [("quirk", data) for data in quirks]
 
     # Selftest inputs must be invalid for the model too.
     for origin, data in entries:
         if origin.startswith("selftest:"):
-            exp = expectations(data)
-            for (sname, _, _), e in zip(SYSCTLS, exp):
-                if origin.endswith(")") and not origin.endswith(sname + ")"):
-                    continue
-                if e != EINVAL:
+            for (sname, _, _), e in zip(SYSCTLS, expectations(data)):
+                if written(origin, sname) and e != EINVAL:
                     sys.exit("gen_corpus: model takes %r for %s: %r" %
                              (data, sname, e))
 
+    # "random": invalid for all three sysctls; "accepted": valid for one at least.
     rng = random.Random(args.seed)
-    bad = accepted = 0
+    want = {"random": args.random, "accepted": 24}
+    got = dict.fromkeys(want, 0)
     seen = set(d for _, d in entries)
-    while bad < args.random or accepted < 24:
+    while any(got[k] < want[k] for k in want):
         data = random_string(rng)
         if data in seen:
             continue
-        exp = expectations(data)
-        if all(e == EINVAL for e in exp):
-            if bad < args.random:
-                bad += 1
-                seen.add(data)
-                entries.append(("random", data))
-        elif accepted < 24:
-            accepted += 1
+        kind = ("random" if all(e == EINVAL for e in expectations(data))
+                else "accepted")
+        if got[kind] < want[kind]:
+            got[kind] += 1
             seen.add(data)
-            entries.append(("accepted", data))
+            entries.append((kind, data))
         if len(seen) > 100000:
             sys.exit("gen_corpus: random search does not converge")
 
     with open(args.out_h, "w") as f:
         f.write("/* Generated by selftests/stress/gen_corpus.py --seed %d "
-                "from %s: do not edit. */\n" % (args.seed,
-                                                 args.sysctl_test_c))
+                "from %s: do not edit. */\n" % (args.seed, args.sysctl_test_c))
         f.write("#define CORPUS_SEED %d\n" % args.seed)
         f.write("#define CORPUS_EINVAL (-1)\n#define CORPUS_NOWRITE (-2)\n")
         for i, (_, data) in enumerate(entries):
@@ -299,28 +288,15 @@ def main():
                     (i, c_bytes(data)))
         f.write("static const struct corpus_entry corpus[] = {\n")
         for i, (origin, data) in enumerate(entries):
-            exp = expectations(data)
-            vals, rets = [], []
-            for (sname, lo, hi), e in zip(SYSCTLS, exp):
-                if origin.endswith(")") and not origin.endswith(sname + ")"):
-                    vals.append("CORPUS_NOWRITE")
-                    rets.append("0")
-                elif e == EINVAL:
-                    vals.append("CORPUS_EINVAL")
-                    rets.append("0")
-                elif e is None or (sname == "ptrace_scope" and e[0] == 3):
-                    vals.append("CORPUS_NOWRITE")  # 3 is final
-                    rets.append("0")
-                else:
-                    vals.append(str(e[0]))
-                    rets.append(str(e[1]))
+            vals, rets = zip(*(c_outcome(origin, sname, e) for (sname, _, _), e
+                               in zip(SYSCTLS, expectations(data))))
             f.write('\t{ "%s", corpus_%d, %d, { %s }, { %s } },\n' %
                     (origin, i, len(data), ", ".join(vals), ", ".join(rets)))
         f.write("};\n")
     print("gen_corpus: %d entries (%d from the selftests, %d long, %d "
           "accepted spellings, %d random invalid, %d random accepted)" % (
               len(entries), sum(o.startswith("selftest:") for o, _ in entries),
-              len(longs), len(quirks), bad, accepted))
+              len(longs), len(quirks), got["random"], got["accepted"]))
 
 
 if __name__ == "__main__":
