@@ -175,7 +175,8 @@ tree_has_yama_kunit() {
 # that every requested option is in the final .config. Prints the problem
 # and returns 1 on failure; the whole output is in LOG.
 merge_config() {
-	local src=$1 kout log=$3
+	local src kout log=$3
+	src=$(realpath "$1")
 	kout=$(realpath -m "$2")
 	log=$(realpath -m "$log")
 	shift 3
@@ -184,9 +185,14 @@ merge_config() {
 		frags+=("$(realpath -m "$f")")
 	done
 	mkdir -p "$kout"
-	# merge_config.sh runs a plain make: the linker reaches it in MAKEFLAGS.
-	if ! (cd "$src" && env -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
-		MAKEFLAGS="$KBUILD_LINK" ARCH=x86_64 scripts/kconfig/merge_config.sh -n -s -O "$kout" "${frags[@]}") \
+	# merge_config.sh makes its temporary files in the current folder and
+	# runs a plain make there: it runs in KOUT, with the Makefile kbuild
+	# writes into an O= folder, so the tree's top folder is not touched
+	# (test-kernel would see it changed and make the kernel again). The
+	# linker reaches that make in MAKEFLAGS.
+	[ -f "$kout/Makefile" ] || echo "include $src/Makefile" >"$kout/Makefile"
+	if ! (cd "$kout" && env -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+		MAKEFLAGS="$KBUILD_LINK" ARCH=x86_64 "$src/scripts/kconfig/merge_config.sh" -n -s -O "$kout" "${frags[@]}") \
 		>"$log" 2>&1; then
 		grep -A2 -e "redefined" -e "^Value requested for" "$log" | sed 's/^/  | /' >&2
 		echo "merge_config.sh failed, see $log" >&2
