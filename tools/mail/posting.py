@@ -46,7 +46,6 @@ COVER_DIR = os.environ.get("COVER_DIR") or os.path.join(WS, "cover-letter")
 POST_OUT = os.environ.get("POSTING_OUT") or os.path.join(OUT, "posting")
 WORK = os.environ.get("POSTING_WORK") or os.path.join(BUILD, "posting")
 PTREE = os.path.join(WORK, "linux")
-VERIFY_TREE = os.path.join(WORK, "verify")
 HERE = os.path.dirname(os.path.abspath(__file__))
 IDENTITY = os.path.join(os.path.dirname(HERE), "identity")
 
@@ -681,15 +680,27 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         if irt != cid or cid not in refs:
             problems.append("patch %d/%d does not thread under the cover %s "
                             "(In-Reply-To %s)" % (p[0], M, cid, irt or "none"))
-    # git am onto a fresh copy of the base: the tip's tree, exactly.
+    # git am onto the base, detached in the b4 tree (it differs from the
+    # b4 branch in the series' files only: a checkout of seconds, where a
+    # tree of its own took one of the whole base), then back to where the
+    # b4 tree was: the tip's tree, exactly.
     base = base or base_commit()
-    if not os.path.exists(os.path.join(VERIFY_TREE, ".git")):
-        progress("creating the verify worktree %s (one checkout of the base)" % VERIFY_TREE)
-        clone_ptree()
-        pgit("worktree", "prune")
-        pgit("worktree", "add", "-q", "--detach", VERIFY_TREE, base)
-    vgit = ["git", "-C", VERIFY_TREE]
+    clone_ptree()
+    vgit = ["git", "-C", PTREE]
     run(vgit + ["am", "--abort"], check=False)
+    # (a b4 tree cloned here and never checked out has no index: left so)
+    was = os.path.exists(os.path.join(PTREE, ".git", "index")) and (
+        pgit("symbolic-ref", "-q", "--short", "HEAD", check=False).strip() or
+        pgit("rev-parse", "-q", "--verify", "HEAD", check=False).strip())
+    try:
+        return verify_at(info, M, cid, vgit, base, mbox_path, expect_tree, problems)
+    finally:
+        if was:
+            run(vgit + ["checkout", "-q", "-f", was])
+
+
+def verify_at(info, M, cid, vgit, base, mbox_path, expect_tree, problems):
+    """The proof's checks that need the patches applied (verify's tail)."""
     run(vgit + ["checkout", "-q", "-f", "--detach", base])
     env = git_identity("verify")
     # git am takes the patches of the thread (the cover 0/M carries none).
@@ -713,7 +724,7 @@ def verify(outdir, expect_tree=None, expect_n=None, base=None):
         # The series lint, its To/Cc check among them: what get_maintainer.pl names
         # in the tree the patches give (its MAINTAINERS, as b4 prep --auto-to-cc).
         lint_dir = os.environ.get("POSTING_OUT") and POST_OUT or RESULTS
-        problems += write_lint(lint(info, VERIFY_TREE, base, SENDER_SOURCE != "placeholder"),
+        problems += write_lint(lint(info, PTREE, base, SENDER_SOURCE != "placeholder"),
                                os.path.join(lint_dir, "posting-lint.json"))
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         out = run(b4("am", "-m", mbox_path, "-o", tmp), cwd=tmp, check=False, env=env)
