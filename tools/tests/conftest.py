@@ -11,9 +11,8 @@ import pytest
 WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ["WS"] = WS
 # A stage's folders and choices that a caller may have set for its own run
-# (make bench's scratch build sets TREE and RESULTS; make check STAGES=...)
-# would point the stages these tests run at the caller's: each test sets
-# what it needs. BUILD stays (the slow posting tests take it; every folder
+# (TREE or RESULTS in the environment, make check STAGES=...) would point
+# the stages these tests run at the caller's: each test sets what it needs. BUILD stays (the slow posting tests take it; every folder
 # not set here is derived from it).
 for _name in ("TREE", "RESULTS", "OUT", "SERIES_DIR", "SERIES_CHECK_OUT", "GATES_DIR",
               "POSTING_OUT", "POSTING_WORK", "REVIEW_DIR", "KUNIT_OUT", "SELFTESTS_OUT",
