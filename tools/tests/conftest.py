@@ -12,8 +12,9 @@ WS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ["WS"] = WS
 # A stage's folders and choices that a caller may have set for its own run
 # (TREE or RESULTS in the environment, make check STAGES=...) would point
-# the stages these tests run at the caller's: each test sets what it needs. BUILD stays (the slow posting tests take it; every folder
-# not set here is derived from it).
+# the stages these tests run at the caller's: each test sets what it
+# needs. BUILD stays (the slow posting tests take it; every folder not set
+# here is derived from it).
 for _name in ("TREE", "RESULTS", "OUT", "SERIES_DIR", "SERIES_CHECK_OUT", "GATES_DIR",
               "POSTING_OUT", "POSTING_WORK", "REVIEW_DIR", "KUNIT_OUT", "SELFTESTS_OUT",
               "VFSDIFF_OUT", "MAIN_RESULTS", "COVER_DIR", "B4_CONFIG", "BASE_CONF", "MBOX",
