@@ -2,7 +2,7 @@
 # of the same name in tools/; the scripts hold the work, this file only the
 # order of the stages. `make help` lists the targets.
 
-BASE ?= linux-source-6.12
+BASE ?= linux-6.12
 # SENDER="Name <address>" overrides git config user.name/user.email
 # (tools/identity decides; unset here on purpose).
 export BASE SENDER

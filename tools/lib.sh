@@ -4,7 +4,7 @@
 WS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$WS/build}
 OUT=${OUT:-$WS/out}
-BASE=${BASE:-linux-source-6.12}
+BASE=${BASE:-linux-6.12}
 TREE=${TREE:-$BUILD/linux}
 RESULTS=${RESULTS:-$BUILD/results}
 # Debian's interpreter, which has the python3-* packages (not a pyenv one).
@@ -19,7 +19,7 @@ if [ ! -f "$base_conf" ]; then
 fi
 # BASE_VERSION only from a base description (see base_version below).
 unset BASE_VERSION
-# shellcheck source=bases/linux-source-6.12.conf
+# shellcheck source=bases/linux-6.12.conf
 . "$base_conf"
 # The base commit id recorded for a package version ("VERSION ID"), next to
 # the base description; make tree checks the tree's base against it.

@@ -267,7 +267,7 @@ def run_posting(tmp_path, series, cover_dir=None, extra=None, cmd=("posting",)):
 @E2E
 def test_posting_of_a_scratch_series_passes_its_proof(tmp_path):
     rc, out = run_posting(tmp_path, mkscratch(tmp_path),
-                          extra={"SENDER": "Jane Doe <jane@kernel.example>"})
+                          extra={"SENDER": "Jane Doe <jane@kernel.org>"})
     assert rc == 0, out
     assert "git am onto base" in out and "b4 --offline-mode am" in out
     assert "get_maintainer.pl" in out and "WARNING" not in out
@@ -276,11 +276,11 @@ def test_posting_of_a_scratch_series_passes_its_proof(tmp_path):
     assert emls[0].startswith("0000-") and "thread.mbox" in emls
     # the sender on every message; the changelog names the patch by number
     msgs = list(mailbox.mbox(str(v2 / "thread.mbox")))
-    assert all("jane@kernel.example" in m["From"] for m in msgs)
+    assert all("jane@kernel.org" in m["From"] for m in msgs)
     assert all("yama-dev@example.org" not in m.as_string() for m in msgs)
     assert "patch 1/2." in msgs[0].get_payload()
     proof = (v2 / "proof.txt").read_text()
-    assert "sender: Jane Doe <jane@kernel.example> (from SENDER)" in proof
+    assert "sender: Jane Doe <jane@kernel.org> (from SENDER)" in proof
     assert "verdict: pass" in proof and "NOT SENDABLE" not in proof
     # the range-diff against v1, at the mbox level
     rd = (v2 / "range-diff-v1.txt").read_text()
@@ -423,11 +423,11 @@ diff --git a/a b/a
 
 def test_placeholder_author_and_signoff_become_the_sender(monkeypatch):
     monkeypatch.setattr(posting, "SENDER_NAME", "Jane Doe")
-    monkeypatch.setattr(posting, "SENDER_EMAIL", "jane@kernel.example")
+    monkeypatch.setattr(posting, "SENDER_EMAIL", "jane@kernel.org")
     monkeypatch.setattr(posting, "SENDER_SOURCE", "git")
     out = posting.sender_text(PATCH)
-    assert "From: Jane Doe <jane@kernel.example>\n" in out
-    assert "\nSigned-off-by: Jane Doe <jane@kernel.example>\n---\n" in out
+    assert "From: Jane Doe <jane@kernel.org>\n" in out
+    assert "\nSigned-off-by: Jane Doe <jane@kernel.org>\n---\n" in out
     # the diff is left alone
     assert out.endswith("+Signed-off-by: Yama Developers <yama-dev@example.org>\n")
 
@@ -437,6 +437,89 @@ def test_with_the_placeholder_as_sender_the_patch_is_unchanged(monkeypatch):
     monkeypatch.setattr(posting, "SENDER_EMAIL", "yama-dev@example.org")
     monkeypatch.setattr(posting, "SENDER_SOURCE", "placeholder")
     assert posting.sender_text(PATCH) == PATCH
+
+
+def test_a_no_reply_sender_is_a_placeholder_but_still_the_sender(monkeypatch):
+    """A reserved or no-reply SENDER is a placeholder (tools/identity), but
+    the posting is still From: and signed off by it, not by the built-in
+    placeholder: the proof wants the sender on every patch."""
+    monkeypatch.setattr(posting, "SENDER_NAME", "Jane Doe")
+    monkeypatch.setattr(posting, "SENDER_EMAIL", "jane@users.noreply.github.com")
+    monkeypatch.setattr(posting, "SENDER_SOURCE", "placeholder")
+    out = posting.sender_text(PATCH)
+    assert "From: Jane Doe <jane@users.noreply.github.com>\n" in out
+    assert "\nSigned-off-by: Jane Doe <jane@users.noreply.github.com>\n---\n" in out
+    assert out.endswith("+Signed-off-by: Yama Developers <yama-dev@example.org>\n")
+
+
+# ------------------------------------------------------------- Fixes: tags
+GOOD_FIXES = 'Fixes: 54a4f0239f2e ("KVM: MMU: make kvm_mmu_zap_page() return the number of pages")'
+
+
+def fixes_tag(tmp_path, *tags, patch=2):
+    """posting.lint's fixes-tag (verdict, detail) on a cover and two patches,
+    patch PATCH with the lines TAGS above its Signed-off-by. The tree is an
+    empty folder, not even a git repository: the check reads the form only."""
+    M, info = 2, []
+    for n in range(M + 1):
+        body = "cover" if n == 0 else "Commit message.\n\n%sSigned-off-by: Jane Doe " \
+            "<jane@kernel.org>\n---\ndiff --git a/a b/a\n" % (
+                "".join(t + "\n" for t in tags) if n == patch else "")
+        info.append(((n, M, "p%d" % n), email.message_from_string(
+            "From: Jane Doe <jane@kernel.org>\nSubject: [PATCH %d/%d] yama: p%d\n\n%s" % (
+                n, M, n, body))))
+    res = {name: (v, d) for name, v, d in posting.lint(info, str(tmp_path), "base")}
+    return res["fixes-tag"]
+
+
+def test_a_well_formed_fixes_tag_passes_without_the_commit_in_the_base(tmp_path):
+    assert fixes_tag(tmp_path, GOOD_FIXES) == (
+        "pass", '1 Fixes: tag(s), each Fixes: <12+ lowercase hex digits> ("subject")')
+    # a full id, a subject with quotes and parentheses of its own, two tags
+    verdict, detail = fixes_tag(tmp_path, "Fixes: %s (\"yama: x\")" % ("0123456789" * 4),
+                                'Fixes: 0123456789ab ("Revert "yama: f() (again)"")')
+    assert verdict == "pass" and detail.startswith("2 Fixes: tag(s)")
+    assert fixes_tag(tmp_path) == (
+        "pass", '0 Fixes: tag(s), each Fixes: <12+ lowercase hex digits> ("subject")')
+
+
+@pytest.mark.parametrize("tag,why", [
+    ('Fixes: 54a4f0239f2 ("yama: x")', "has 11 hex digits, not 12 to 40"),
+    ('Fixes: %s ("yama: x")' % ("0123456789" * 4 + "a"), "has 41 hex digits"),
+    ('Fixes: 54A4F0239F2E ("yama: x")', "the commit id 54A4F0239F2E is not lowercase"),
+    ('Fixes: 54a4f0239F2e ("yama: x")', "is not lowercase"),
+    ('Fixes: 54a4f0239f2e (yama: x)', "not in double quotes inside parentheses"),
+    ('Fixes: 54a4f0239f2e "yama: x"', "not in double quotes inside parentheses"),
+    ('Fixes: 54a4f0239f2e yama: x', "not in double quotes inside parentheses"),
+    ('Fixes: 54a4f0239f2e ("yama: x"', "not in double quotes inside parentheses"),
+    ('Fixes: 54a4f0239f2e', 'no ("subject") after the commit id'),
+    ('Fixes: 54a4f0239f2e ("")', "an empty subject"),
+    ('Fixes: 54a4f0239f2e ("yama: x") and more', 'text after ("subject")'),
+    ('Fixes: 54a4f0239f2e ("yama: x").', 'text after ("subject")'),
+    ('Fixes: 54a4f0239f2e ("yama: x") ("yama: y")', 'text after ("subject")'),
+    ('Fixes: 54a4f0239f2e ("yama: x") Fixes: 0123456789ab ("yama: y")',
+     "more than one Fixes: on the line"),
+    ('Fixes:  54a4f0239f2e ("yama: x")', "not one space after Fixes:"),
+    ('Fixes: 54a4f0239f2e  ("yama: x")', "not one space between"),
+    ('fixes: 54a4f0239f2e ("yama: x")', "the tag is spelt fixes:"),
+    ("Fixes: the race in yama_ptrace_access_check", "the commit id the is not hexadecimal"),
+    ("Fixes:", "no commit id"),
+])
+def test_a_malformed_fixes_tag_fails_naming_the_patch(tmp_path, tag, why):
+    verdict, detail = fixes_tag(tmp_path, tag)
+    assert verdict == "fail"
+    head = "patch 2/2: %r is not Fixes: <12+ lowercase hex digits> (\"subject\"): " % tag
+    assert detail.startswith(head) and why in detail[len(head):], detail
+
+
+def test_each_malformed_fixes_tag_is_reported(tmp_path):
+    verdict, detail = fixes_tag(tmp_path, GOOD_FIXES, 'Fixes: 54a4f0239f2 ("yama: x")',
+                                'Fixes: 54A4F0239F2E ("yama: y")', patch=1)
+    assert verdict == "fail"
+    bad = detail.split("; ")
+    assert len(bad) == 2 and all(b.startswith("patch 1/2: 'Fixes: 54") for b in bad)
+    assert "11 hex digits" in bad[0] and "not lowercase" in bad[1]
+    assert "54a4f0239f2e" not in detail  # the good one is not named
 
 
 # ------------------------------------------------------------- v2: To/Cc

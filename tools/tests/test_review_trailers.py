@@ -363,13 +363,14 @@ class Lint(unittest.TestCase):
         self.assertEqual(self.lint(info, send=False)["signoff"][0], "warn")
 
     def test_fixes_tag(self):
-        res = self.lint(self.series(tag="Fixes: %s (\"yama: another subject\")\n" % self.old_sha))
-        self.assertEqual(res["fixes-tag"][0], "fail")
-        self.assertIn("not \"yama: another subject\"", res["fixes-tag"][1])
+        # The form only (tests of each rule: test_posting.py): the base is a
+        # one-commit tarball import, so an upstream id is never one of its
+        # commits, and the subject is not compared.
         res = self.lint(self.series(tag="Fixes: 0123456789ab (\"yama: x\")\n"))
-        self.assertIn("is not a commit of the base", res["fixes-tag"][1])
+        self.assertEqual(res["fixes-tag"][0], "pass", res["fixes-tag"])
         res = self.lint(self.series(tag="Fixes: the race\n"))
-        self.assertIn("is not Fixes:", res["fixes-tag"][1])
+        self.assertEqual(res["fixes-tag"][0], "fail")
+        self.assertIn("patch 1/2: 'Fixes: the race' is not Fixes:", res["fixes-tag"][1])
 
     def test_inline_in_c_and_static_function_in_header(self):
         h = "include/linux/yama.h"
