@@ -163,12 +163,6 @@ wait_for() {
 	! kill -0 "$pid" 2>/dev/null
 }
 
-# tree_has_yama_kunit TREE: true when TREE's Yama has its KUnit tests (the
-# Kconfig symbol that kunit/yama.kunitconfig turns on).
-tree_has_yama_kunit() {
-	grep -qs '^config SECURITY_YAMA_KUNIT_TEST$' "$1/security/yama/Kconfig"
-}
-
 # merge_config SRC KOUT LOG FRAGMENT...: KOUT/.config from allnoconfig and
 # the fragments, by the kernel's scripts/kconfig/merge_config.sh in strict
 # mode (-s: a fragment that redefines an option fails), then its own check

@@ -64,6 +64,8 @@ ODIR = ODIR_MAIN
 # (SECURITY_PATH, see selected_symbols()), so switching Yama off and on
 # again recompiles only the objects that test a Yama symbol.
 ODIRS = {"sysctl=n": os.path.join(G, "o-sysctl"),
+         # KUNIT=y changes what every object reads (autoconf.h) too
+         "kunit-test=y": os.path.join(G, "o-kunit"),
          # the base built whole (only when a warning has no object): a
          # folder of its own, so make prints every object's lines
          "base-whole": os.path.join(G, "o-base")}
@@ -93,23 +95,24 @@ if SYSCTL_N not in ("objects", "whole"):
     sys.exit("error: SERIES_CHECK_SYSCTL_N=%s: objects or whole" % SYSCTL_N)
 SYSCTL_N_WHOLE = SYSCTL_N == "whole"
 PATCH_GATES = ["apply", "checkpatch", "build", "sparse", "kernel-doc"]
-MATRIX_GATES = ["yama=n", "sysctl=n", "kunit-test=n"]      # the tip built in MATRIX
-TIP_GATES = MATRIX_GATES + ["kunit-test=y", "rst"]
+MATRIX_GATES = ["yama=n", "sysctl=n", "kunit-test=y"]      # the tip built in MATRIX
+TIP_GATES = MATRIX_GATES + ["rst"]
 # The main config is the test kernel's (fragment()); this part comes first
 # and says what the gates need of it (the fragments after it agree, else
-# tools/test-kernel's strict merge would fail): Yama, sysctl, and KUnit on
-# so the KUnit test code is compiled and checked too.
-# SECURITY_PATH: patch 4 makes Yama select it; set from the base on, so the
-# config of every state equals the tip's except for Yama's own symbols and
-# no patch flips a symbol that security.h (nearly every object) tests.
+# tools/test-kernel's strict merge would fail): Yama and sysctl. KUnit is
+# off, as in the selftest kernel, whose config this is at the tip (so that
+# it gets the tip's objects from ccache); the KUnit test code is compiled
+# in the kunit-test=y entry of the matrix.
+# SECURITY_PATH: the hardlink restriction needs it; set from the base on,
+# so the config of every state equals the tip's except for Yama's own
+# symbols and no patch flips a symbol that security.h (nearly every
+# object) tests.
 # fragment() also adds whatever else a Kconfig line of the series selects.
 BASE_FRAGMENT = """CONFIG_SECURITY=y
 CONFIG_SECURITY_PATH=y
 CONFIG_SECURITY_YAMA=y
 CONFIG_SYSCTL=y
 CONFIG_PROC_SYSCTL=y
-CONFIG_KUNIT=y
-CONFIG_SECURITY_YAMA_KUNIT_TEST=y
 """
 # Warnings the base itself has in a matrix config, in files the series
 # does not touch, that the per-object scope cannot tell from the series'
@@ -138,13 +141,13 @@ MATRIX = {
     # PROC_SYSCTL (which selects SYSCTL) has a prompt only with EXPERT.
     "sysctl=n": "CONFIG_EXPERT=y\n# CONFIG_PROC_SYSCTL is not set\n"
                 "# CONFIG_SYSCTL is not set\n",
-    "kunit-test=n": "# CONFIG_SECURITY_YAMA_KUNIT_TEST is not set\n",
+    "kunit-test=y": "CONFIG_KUNIT=y\nCONFIG_SECURITY_YAMA_KUNIT_TEST=y\n",
 }
 # What each matrix config must end up with in .config (else it is red).
 MATRIX_EXPECT = {
     "yama=n": ("CONFIG_SECURITY_YAMA", None),
     "sysctl=n": ("CONFIG_SYSCTL", None),
-    "kunit-test=n": ("CONFIG_SECURITY_YAMA_KUNIT_TEST", None),
+    "kunit-test=y": ("CONFIG_SECURITY_YAMA_KUNIT_TEST", "y"),
 }
 T0 = time.time()
 
@@ -1025,7 +1028,8 @@ def main():
     if len(states) > 1 and not bad:
         for cfgname in MATRIX_GATES:
             targets = None
-            if cfgname == "sysctl=n" and not SYSCTL_N_WHOLE:
+            if (cfgname == "sysctl=n" and not SYSCTL_N_WHOLE) or \
+                    cfgname == "kunit-test=y":
                 use_odir("main")
                 targets = series_objects(scope["files"])
                 if not targets:
@@ -1145,16 +1149,6 @@ def main():
                 cell("tip", cfgname, dict(new, detail=new["detail"] or alone), c)
             else:
                 cell("tip", cfgname, res, c)
-        # KUnit test on: the main config of the tip (built above).
-        res, c = built[tip["n"]]
-        if not res["ok"]:
-            cell("tip", "kunit-test=y", res, c)
-        elif (res.get("config") or {}).get("CONFIG_SECURITY_YAMA_KUNIT_TEST") == "y":
-            cell("tip", "kunit-test=y", new_in(set(res["warnings"]) - base_warn), c)
-        else:
-            cell("tip", "kunit-test=y",
-                 {"detail": ["CONFIG_SECURITY_YAMA_KUNIT_TEST not in the series (yet)"]}, c,
-                 status="-")
         progress("tip: rst")
         cell("tip", "rst", rst_check(tip, sorted(
             {f for f in scope["files"] if f.endswith(".rst")} |

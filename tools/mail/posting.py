@@ -375,7 +375,7 @@ def testing_section(tip_tree):
         names = {"yama=n": "SECURITY_YAMA=n",
                  "sysctl=n": "SYSCTL=n" if sc.get("sysctl_n") != "objects"
                  else "SYSCTL=n (the series' objects only)",
-                 "kunit-test=n": "the KUnit test off", "kunit-test=y": "the KUnit test on",
+                 "kunit-test=y": "the KUnit test on (the series' objects only)",
                  "rst": "Yama.rst parsed by docutils"}
         gates = sc.get("tip_gates", [])
         done = [names.get(g, g) for g in gates if tip.get(g, {}).get("status") == "pass"]
