@@ -282,13 +282,13 @@ def cases(k):
 def kunit_lines(kj):
     """The KUnit entry from build/results/kunit.json as tools/kunit writes
     it ({"default": {passed, failed, crashed, skipped, suites: {...}}}, the
-    test kernel's config): each case counted once."""
+    tree's security/yama/.kunitconfig): each case counted once."""
     k = kj.get("default") if isinstance(kj, dict) else None
     if not isinstance(k, dict):
         return ["- KUnit: not run in this workspace."]
     suites = {n: cases(v) for n, v in k.get("suites", {}).items()}
     bad = [k.get(c, 0) for c in ("failed", "crashed", "skipped")]
-    return [fill("- KUnit (`make kunit`: kunit.py exec --arch=x86_64 under QEMU): %d cases in %d suites (%s), %s in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on)." % (
+    return [fill("- KUnit (`make kunit`: kunit.py run --arch=x86_64 --kunitconfig=security/yama under QEMU): %d cases in %d suites (%s), %s." % (
         sum(suites.values()), len(suites),
         ", ".join("%s %d" % nv for nv in sorted(suites.items())),
         "NOT all passed: %d failed, %d crashed, %d skipped" % tuple(bad) if any(bad)
@@ -411,8 +411,9 @@ def rewrap_entries(text, width=72):
 def changes_section(rev, subjects=None):
     """Changes in vN ... v2, newest first, each with the link to the
     revision before it (from cover-letter/posted/). [[...]] names a patch
-    of the series (resolve_refs), only in the newest changelog: older ones
-    are about the revision they were written for."""
+    of the series (resolve_refs) in the newest changelog; in an older one,
+    a patch of the revision it was written for, as recorded in
+    cover-letter/posted/vR.mbox (the numbers that revision's cover gave)."""
     parts = []
     for r in range(rev, 1, -1):
         path = changelog(r)
@@ -421,6 +422,8 @@ def changes_section(rev, subjects=None):
             if r == rev and REF.search(body):
                 body = rewrap_entries(resolve_refs(
                     body, patch_subjects() if subjects is None else subjects))
+            elif REF.search(body) and os.path.exists(posted(r)):
+                body = rewrap_entries(resolve_refs(body, posted_subjects(r)))
         else:
             body = "- EDITME: describe what changed since v%d (%s missing)." % (
                 r - 1, os.path.relpath(path, WS))
@@ -431,6 +434,12 @@ def changes_section(rev, subjects=None):
 
 
 REF = re.compile(r"\[\[([^\[\]]+)\]\]")
+
+
+def posted_subjects(rev):
+    """The subjects of the patches of the recorded vREV, in order."""
+    return [p[2] for p, _m in sorted(numbered(posted(rev)), key=lambda pm: pm[0][0])
+            if p[0] > 0]
 
 
 def patch_subjects(names=None):

@@ -110,7 +110,7 @@ def test_record_of_a_plain_make_takes_its_stage_lines(tmp_path):
         assert p.returncode == 0, p.stdout + p.stderr
         return (rec / "check-make-cold.meta").read_text().splitlines()
 
-    m = meta(record("== tree: base linux-source-6.12 + series/ -> build/linux",
+    m = meta(record("== tree: base linux-6.12 + series/ -> build/linux",
                     "== tree: pass (10 passed, 0 failed) in 32s",
                     "== series-check: pass (55 passed, 0 failed) in 900s",
                     "== kunit: pass (14 passed, 0 failed) in 80s: the test kernel's config",
@@ -125,7 +125,8 @@ def test_record_of_a_plain_make_takes_its_stage_lines(tmp_path):
     # a stage that died before its closing line: make's own error line
     m = meta(record("== tree: pass (10 passed, 0 failed) in 32s",
                     "== series-check: skip (0 passed, 0 failed) in 1s: no patch",
-                    "== kunit: KUnit suites of security/yama under qemu-system-x86_64",
+                    "== kunit: KUnit suites of security/yama (kunit.py run "
+                    "--kunitconfig=security/yama) under qemu-system-x86_64",
                     "make: *** [Makefile:25: all] Error 1"))
     assert "result=make stopped with an error; 1 of 2 stages passed; skipped: series-check" in m
     p = record("nothing of make here")

@@ -70,18 +70,33 @@ def flat(tip=TIP):
     return " ".join(posting.testing_section(tip).split())
 
 
+def v3_gates(name, data):
+    """A change for recorded(): the tip gates of series-check.json as
+    make series-check names them since the v3 tooling. The record predates
+    it: its matrix had "kunit-test=n" (the main config had KUnit on) and
+    a "kunit-test=y" tip cell of the main config; now the main config has
+    no KUnit and the matrix entry "kunit-test=y" turns it on."""
+    if name == "series-check.json":
+        data["tip_gates"] = ["yama=n", "sysctl=n", "kunit-test=y", "rst"]
+        data["cells"]["tip"].pop("kunit-test=n")
+
+
 def test_testing_section_reads_recorded_results(tmp_path, monkeypatch):
-    recorded(tmp_path, monkeypatch)
+    recorded(tmp_path, monkeypatch, v3_gates)
     text = posting.testing_section(TIP)
     one_line = " ".join(text.split())
     # the tip the gates checked is the tip posted: no NOTE
     assert ("- Series gates (`make series-check`): 55 cells passed, 0 failed over 10 patches."
             in one_line)
-    assert ("The tip built with SECURITY_YAMA=n, SYSCTL=n, the KUnit test off, the KUnit test "
-            "on, Yama.rst parsed by docutils: passed." in one_line)
-    # KUnit: 14 cases, once, in the kernel the kselftests boot
-    assert ("14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, yama_sysctl 7), all passed "
-            "in the kernel the kselftests boot (DEBUG_ATOMIC_SLEEP, DEBUG_LIST on)" in one_line)
+    assert ("The tip built with SECURITY_YAMA=n, SYSCTL=n, the KUnit test on (the series' "
+            "objects only), Yama.rst parsed by docutils: passed." in one_line)
+    assert "KUnit test off" not in one_line
+    # KUnit: 14 cases, once, as make kunit runs them: kunit.py run with the
+    # tree's .kunitconfig (not in the kernel the kselftests boot)
+    assert ("- KUnit (`make kunit`: kunit.py run --arch=x86_64 --kunitconfig=security/yama "
+            "under QEMU): 14 cases in 3 suites (yama_hardlink 2, yama_symlink 5, "
+            "yama_sysctl 7), all passed." in one_line)
+    assert "kunit.py exec" not in one_line and "the kernel the kselftests boot" not in one_line
     # One line per boot, with what the boot changes on the command line
     # (the harness's own options, kunit.enable=0 among them, left out).
     assert "- default: 160/0/5" in text
@@ -121,7 +136,9 @@ def test_testing_section_reports_failures(tmp_path, monkeypatch):
             data["scenarios"]["landlock"]["fail"] = 2
             data["scenarios"]["landlock"]["pass"] -= 2
         elif name == "series-check.json":
+            v3_gates(name, data)
             data["cells"]["tip"]["sysctl=n"]["status"] = "FAIL"
+            data["cells"]["tip"]["kunit-test=y"]["status"] = "FAIL"
         elif name == "check-debug.json":
             data["problems"] = ["console: BUG: KASAN: slab-use-after-free in yama_ptracer_del"]
             data["verdict"] = "fail"
@@ -131,7 +148,7 @@ def test_testing_section_reports_failures(tmp_path, monkeypatch):
     assert "NOT all passed: 1 failed, 0 crashed, 0 skipped" in text
     assert "- landlock: 160/2/3" in text
     assert "21997 agree, 3 disagree" in text
-    assert "passed; failed: SYSCTL=n." in text
+    assert "passed; failed: SYSCTL=n, the KUnit test on (the series' objects only)." in text
     assert "(3 skipped), FAILED: 1 kernel report(s) or problem(s). Stress:" in text
 
 
@@ -245,7 +262,11 @@ def scratch_cover(tmp_path):
     """cover-letter/ with v1 posted, and a cover and v2 changelog that name
     the two patches of the scratch series."""
     cov = tmp_path / "cover"
-    shutil.copytree(os.path.join(WS, "cover-letter"), cov)
+    # v1's records only (the workspace has later ones): the scratch series
+    # is v2 of a v1 posting
+    shutil.copytree(os.path.join(WS, "cover-letter"), cov, ignore=lambda d, names: [
+        n for n in names if re.match(r"^v(?!1\.)\d+\.", n) and os.path.basename(d) == "posted"
+        or re.match(r"^v(?![12]\.)\d+\.txt$", n) and os.path.basename(d) == "changes"])
     (cov / "cover.txt").write_text(
         "security: Yama LSM: scratch\n\nA scratch series.\n\n"
         "[[name the ptrace scopes]] names the scopes.\n\n@@TESTING@@\n\n@@CHANGES@@\n")
@@ -390,19 +411,90 @@ def test_the_v2_changelog_answers_every_review_point():
     assert "[[" not in body
 
 
-def test_the_cover_renders_with_the_planned_series(monkeypatch, tmp_path):
+def posted_cover_section(rev, title):
+    """The part of the recorded vREV's cover (cover-letter/posted/) from
+    the line TITLE to the end of its "- Link to" line."""
+    for m in mailbox.mbox(posting.posted(rev)):
+        p = posting.parse_subject(m.get("Subject", ""))
+        if p and p[0] == 0:
+            body = m.get_payload(decode=True).decode()
+            i = body.index(title)
+            return body[i:body.index("\n", body.index("- Link to", i)) + 1]
+    raise AssertionError("no cover letter in %s" % posting.posted(rev))
+
+
+def test_the_v3_cover_renders_with_the_series(monkeypatch, tmp_path):
+    """v2 is recorded: the cover is v3's, its references resolve against
+    series/ (the v3 patches), and Changes in v2 is what the v2 cover said."""
     monkeypatch.setattr(posting, "RESULTS", str(tmp_path))
-    text = posting.compose_cover(2, "t", SUBJECTS)
-    assert "[[" not in text and "Changes in v2:" in text
-    for n in range(1, len(SUBJECTS) + 1):
-        assert "\n%d/%d " % (n, len(SUBJECTS)) in text
+    assert posting.posted_revisions()[-1] == 2
+    M = len(posting.patch_subjects())
+    text = posting.compose_cover(3, "t")
+    assert "[[" not in text and "Changes in v3:" in text and "Changes in v2:" in text
+    # every patch is described by a paragraph that starts with its number
+    # ("1/10 and 2/10 are fixes ...")
+    described = set()
+    for para in text.split("\n\n"):
+        lead = re.match(r"^(\d+/%d(?:,? (?:and )?\d+/%d)*) " % (M, M), para)
+        if lead:
+            described |= {int(n) for n in re.findall(r"(\d+)/%d" % M, lead.group(1))}
+    assert described == set(range(1, M + 1))
     long = [l for l in text.splitlines() if len(l) > 72 and "://" not in l
             and not l.startswith("- Series gates")]
     assert not long, long
-    # the cover says what the review asked it to say
+    # the cover says what the reviews asked it to say
     for words in ("fs.protected_hardlinks", "inode_owner_or_capable()", "inode_permission()",
-                  "default", "starts with", "fs/namei.c", "Cc"):
-        assert words in text
+                  "default", "fs/namei.c", "Cc", "BPF", "389da25f93ee"):
+        assert words in text, words
+    # the v2 changelog names the v2 patches, as posted
+    assert posted_cover_section(2, "Changes in v2:") in text
+
+
+MBOX_V2 = "".join("""From x Thu Jan  1 00:00:00 1970
+From: A <a@example.org>
+To: linux-security-module@vger.kernel.org
+Subject: [PATCH v2 %d/2] %s
+Message-ID: <v2-%d@example.org>
+
+body
+
+""" % (n, subject, n) for n, subject in ((0, "security: Yama LSM: x"), (1, "yama: a"),
+                                          (2, "yama: b")))
+
+
+def test_an_older_changelog_names_the_patches_of_its_revision(tmp_path, monkeypatch):
+    """[[...]] in changes/vN.txt names a patch of vN: in the v3 cover, the
+    v2 changelog's references are numbered as in the recorded v2 posting
+    (one to a patch v3 dropped included), the v3 changelog's as in
+    series/."""
+    cover_letter(tmp_path, monkeypatch,
+                 "security: Yama LSM: x\n\nbody\n\n@@TESTING@@\n\n@@CHANGES@@\n", posted_v1=True)
+    (tmp_path / "posted" / "v2.mbox").write_text(MBOX_V2)
+    (tmp_path / "changes" / "v2.txt").write_text("- New: [[yama: a]] and [[yama: b]].\n")
+    (tmp_path / "changes" / "v3.txt").write_text("- Dropped yama: a; [[yama: b]] first.\n")
+    text = posting.compose_cover(3, "t", ["yama: b", "yama: c"])
+    assert ("Changes in v3:\n- Dropped yama: a; 1/2 first.\n"
+            "- Link to v2: https://lore.kernel.org/r/v2-0@example.org\n\n"
+            "Changes in v2:\n- New: 1/2 and 2/2.\n"
+            "- Link to v1: https://lore.kernel.org/r/cover-v1@example.org" in text), text
+    # the newest changelog still fails on a patch series/ does not have
+    (tmp_path / "changes" / "v3.txt").write_text("- [[yama: a]] again.\n")
+    with pytest.raises(posting.Fail, match="matches none"):
+        posting.compose_cover(3, "t", ["yama: b", "yama: c"])
+
+
+def test_the_v3_changelog_names_the_base_and_patches_of_the_series():
+    """changes/v3.txt: the first entry names the base of
+    tools/bases/linux-6.12.conf (its package and upstream version), and
+    every [[...]] is one patch of series/."""
+    conf = dict(l.split("=", 1) for l in open(os.path.join(WS, "tools", "bases",
+                                                          "linux-6.12.conf")).read().splitlines()
+                if re.match(r"^BASE_(PACKAGE|VERSION)=", l))
+    text = open(os.path.join(WS, "cover-letter", "changes", "v3.txt")).read()
+    entries = ["- " + e for e in ("\n" + text).split("\n- ")[1:]]
+    first = " ".join(entries[0].split())
+    assert conf["BASE_PACKAGE"] in first and "v" + conf["BASE_VERSION"].split("-")[0] in first
+    assert "[[" not in posting.resolve_refs(text, posting.patch_subjects())
 
 
 # ------------------------------------------------------------- v2: identity in the patches

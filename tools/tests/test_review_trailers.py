@@ -274,14 +274,17 @@ class Revision(unittest.TestCase):
         self.write("posted/v2.messages", "0" * 40 + "\n")
         self.assertEqual(posting.current_revision("a" * 40), 3)
 
-    def test_the_workspace_prepares_v2(self):
-        """v1 is recorded; the v2 series differs from it."""
+    def test_the_workspace_prepares_v3(self):
+        """v1 and v2 are recorded; the v3 series differs from v2."""
         posting.COVER_DIR = self.old
+        self.assertEqual(posting.posted_revisions(), [1, 2])
         self.assertIsNone(posting.unchanged_since_posted("0" * 40))
-        self.assertEqual(posting.current_revision("0" * 40), 2)
-        # even v1's own tree: changes/v2.txt is written, so the cover changed
-        v1 = open(os.path.join(self.old, "posted", "v1.tree")).read().strip()
-        self.assertEqual(posting.current_revision(v1), 2)
+        self.assertEqual(posting.current_revision("0" * 40), 3)
+        # even v2's own tree: changes/v3.txt is written and cover.txt is no
+        # longer the one v2 posted, so the cover changed
+        v2 = open(os.path.join(self.old, "posted", "v2.tree")).read().strip()
+        self.assertIsNone(posting.unchanged_since_posted(v2))
+        self.assertEqual(posting.current_revision(v2), 3)
 
 
 def msg(n, M, subject, body, frm="Jane Doe <jane@example.org>", prefix="PATCH v2"):

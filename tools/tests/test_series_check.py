@@ -103,6 +103,31 @@ def test_base_fragment_has_what_yama_selects():
     assert "CONFIG_SECURITY_PATH=y" in sc.BASE_FRAGMENT.splitlines()
 
 
+def test_the_main_config_has_no_kunit_and_the_kunit_test_entry_turns_it_on(monkeypatch):
+    """The main config is the selftest kernel's (the gates' part, the test
+    kernel's fragments, the tip's selftests config), without KUnit, so the
+    tip's objects are the test kernel's in ccache. The KUnit test code is
+    compiled in the matrix entry kunit-test=y, in a build folder of its own
+    (KUNIT=y changes autoconf.h, which every object reads); it must end
+    up with the test on. One tip cell per gate name."""
+    assert not [l for l in sc.BASE_FRAGMENT.splitlines() if "KUNIT" in l]
+    monkeypatch.setattr(sc, "blob", lambda state, p: "CONFIG_SELFTESTS_OF_THE_TIP=y\n"
+                        if p == "tools/testing/selftests/yama/config" else None)
+    frag = sc.fragment(None).splitlines()
+    assert frag[-1] == "CONFIG_SELFTESTS_OF_THE_TIP=y"     # the tip's config last
+    assert "CONFIG_DEBUG_ATOMIC_SLEEP=y" in frag               # the test kernel's
+    assert not [l for l in frag if "KUNIT" in l]
+    assert sc.MATRIX["kunit-test=y"].splitlines() == [
+        "CONFIG_KUNIT=y", "CONFIG_SECURITY_YAMA_KUNIT_TEST=y"]
+    assert sc.MATRIX_EXPECT["kunit-test=y"] == ("CONFIG_SECURITY_YAMA_KUNIT_TEST", "y")
+    assert sc.MATRIX_GATES == ["yama=n", "sysctl=n", "kunit-test=y"]
+    assert sc.TIP_GATES == sc.MATRIX_GATES + ["rst"]
+    assert set(sc.MATRIX) - {"main"} == set(sc.MATRIX_EXPECT) == set(sc.MATRIX_GATES)
+    folders = [sc.ODIR_MAIN] + list(sc.ODIRS.values())
+    assert len(set(folders)) == len(folders)
+    assert sc.ODIRS["kunit-test=y"] not in (sc.ODIR_MAIN, sc.ODIRS["sysctl=n"])
+
+
 def test_changed_symbols_treats_unset_and_undefined_alike():
     a = "CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=1\n"
     b = "CONFIG_A=y\n# CONFIG_B is not set\n# CONFIG_NEW is not set\nCONFIG_C=2\nCONFIG_D=y\n"
@@ -214,6 +239,7 @@ def test_the_main_folders_link_as_the_test_kernel_and_sysctl_n_with_gnu_ld(monke
     monkeypatch.setenv("KBUILD_LINK", "LD=ld.lld")
     assert sc.link_args(sc.ODIR_MAIN) == ["LD=ld.lld"]
     assert sc.link_args(sc.ODIRS["base-whole"]) == ["LD=ld.lld"]
+    assert sc.link_args(sc.ODIRS["kunit-test=y"]) == ["LD=ld.lld"]
     assert sc.link_args(sc.ODIRS["sysctl=n"]) == []
     monkeypatch.delenv("KBUILD_LINK")
     with pytest.raises(SystemExit):

@@ -284,3 +284,28 @@ def test_base_is_extracted_once_then_cloned(tmp_path):
     # A file of the base, checked out.
     some = next(p for p in FIX.rglob("*") if p.is_file())
     assert (second / some.relative_to(FIX)).read_bytes() == some.read_bytes()
+
+
+def test_a_base_that_is_no_source_package_is_not_fetched(tmp_path):
+    """The fixture's base description names no BASE_SUITE: tools/fetch-base
+    (which make tree and make deps run) does nothing for it, neither runs
+    apt-get nor writes anything, and make tree of a missing tarball says
+    so instead of fetching it."""
+    env = base_env(tmp_path)
+    assert "BASE_SUITE" not in pathlib.Path(env["BASE_CONF"]).read_text()
+    apt_log = tmp_path / "apt-get.log"
+    fake = tmp_path / "bin/apt-get"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "$*" >>"%s"\nexit 100\n' % apt_log)
+    fake.chmod(0o755)
+    path = "%s:%s" % (fake.parent, os.environ["PATH"])
+    before = sorted(tmp_path.rglob("*"))
+    proc = run("fetch-base", env, PATH=path)
+    assert (proc.stdout, proc.stderr) == ("", "")
+    assert sorted(tmp_path.rglob("*")) == before and not apt_log.exists()
+    run("tree", env, PATH=path)                 # the tarball there: no fetch
+    (tmp_path / "base.tar.xz").unlink()
+    proc = run("tree", env, check=False, PATH=path, FORCE="1")
+    assert proc.returncode != 0
+    assert "%s missing" % (tmp_path / "base.tar.xz") in proc.stderr
+    assert not apt_log.exists()
