@@ -19,7 +19,7 @@ The corpus is:
 
 The expected outcome of every entry comes from a model of the kernel's
 parser (kernel/sysctl.c __do_proc_dointvec, proc_get_long and
-strtoul_lenient with base 0, as used by Yama's single-value handler): the
+strtoul_lenient with base 0, as proc_dointvec_minmax uses them): the
 generator refuses to run when the model calls one of the selftests'
 invalid inputs valid, and the VM asserts that the kernel agrees with the
 model on every entry.
@@ -102,40 +102,37 @@ def get_long(buf, p, size):
 
 
 def model(data, lo, hi):
-    """Outcome of write(fd, data, len) at offset 0: EINVAL, or (value,
-    returned count), or None for a zero-length write (returns 0, no
-    change)."""
+    """Outcome of write(fd, data, len) at offset 0 under
+    proc_dointvec_minmax() on one int: EINVAL, or (value, returned count),
+    or None for a zero-length write (returns 0, no change). The first
+    integer is taken; the white space after it is consumed; anything after
+    that is left unread and only shortens the count the write returns."""
     count = len(data)
     if count == 0:
         return None
     buf = bytes(data) + b"\0"
     left = min(count, PAGE_SIZE - 1)
     p = 0
-    vals = []
-    for _ in range(2):  # Yama parses into int[2] to see a second number
-        while left and k_isspace(buf[p]):
-            p += 1
-            left -= 1
-        if not left:
-            break
-        r = get_long(buf, p, left)
-        if r is None:
-            return EINVAL
-        neg, val, n = r
-        p += n
-        left -= n
-        if val > INT_MAX + neg:     # -(INT_MAX + 1) is an int too
-            return EINVAL
-        v = -val if neg else val
-        if not lo <= v <= hi:
-            return EINVAL
-        vals.append(v)
     while left and k_isspace(buf[p]):
         p += 1
         left -= 1
-    if not vals or len(vals) == 2:
+    if not left:
+        return EINVAL               # nothing but white space
+    r = get_long(buf, p, left)
+    if r is None:
         return EINVAL
-    return vals[0], count - left
+    neg, val, n = r
+    p += n
+    left -= n
+    if val > INT_MAX + neg:         # -(INT_MAX + 1) is an int too
+        return EINVAL
+    v = -val if neg else val
+    if not lo <= v <= hi:
+        return EINVAL
+    while left and k_isspace(buf[p]):
+        p += 1
+        left -= 1
+    return v, count - left
 
 
 C_ESCAPES = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8,
