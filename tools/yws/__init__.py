@@ -1,0 +1,1 @@
+"""The Yama submission workspace (python3 -m yws --help)."""

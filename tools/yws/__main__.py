@@ -1,0 +1,60 @@
+"""python3 -m yws [paths] STAGE [args]: the workspace's one command line."""
+import argparse
+import importlib
+import sys
+
+from .ws import StageError, Workspace
+
+MODULES = ["tree", "gates", "kunit", "selftests", "debug", "mutations",
+           "bench", "posting", "mail", "check"]
+GLOBAL = ["--build", "--out", "--tree", "--series", "--base", "--sender"]
+
+
+def commands():
+    """Every stage module's COMMANDS, in the order of MODULES."""
+    found = {}
+    for name in MODULES:
+        try:
+            mod = importlib.import_module("yws." + name)
+        except ImportError as e:
+            print("warning: yws.%s not loaded: %s" % (name, e), file=sys.stderr)
+            continue
+        found.update(getattr(mod, "COMMANDS", {}))
+    return found
+
+
+def stage_argv(argv):
+    """ARGV from the stage name on (what a result records as its command)."""
+    i = 0
+    while i < len(argv) and argv[i].split("=")[0] in GLOBAL:
+        i += 1 if "=" in argv[i] else 2
+    return argv[i:]
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(prog="python3 -m yws", description=__doc__)
+    for flag in GLOBAL:
+        ap.add_argument(flag, default=None)
+    sub = ap.add_subparsers(dest="stage", required=True, metavar="STAGE")
+    cmds = commands()
+    for name, (help_line, add_args, _) in cmds.items():
+        p = sub.add_parser(name, help=help_line, description=help_line)
+        if add_args:
+            add_args(p)
+    args = ap.parse_args(argv)
+    ws = Workspace(build=args.build, out=args.out, tree=args.tree,
+                   series=args.series, base=args.base or "linux-6.12",
+                   sender=args.sender)
+    ws.argv = stage_argv(argv)
+    try:
+        return cmds[args.stage][2](ws, args)
+    except StageError as e:
+        print("error: %s: %s" % (args.stage, e), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
