@@ -50,7 +50,7 @@ TEST_F(sysctl, invalid_negative)
 TEST_F(sysctl, invalid_junk)
 {
 	const char *const inputs[] = { "1x", "0x", "1.0", "1,", "0;1", "\t\n",
-		"abc", "y", "on\n", "-", "#1", "0 1", "1\t0", "0 0 0",
+		"abc", "y", "on\n", "-", "#1", "x 0", "2\t0", "3 0 0",
 		"2147483648", "99999999999999999999999999999999", "\x01", };
 
 	check_invalid(_metadata, self->path, inputs, ARRAY_SIZE(inputs));
@@ -63,11 +63,20 @@ def model(s, hi=1):
 
 
 def test_model_invalid_inputs():
-    for s in (b"\n", b" ", b"\t\n", b"1x", b"0x", b"1 0", b"0\n1\n", b"-1",
+    for s in (b"\n", b" ", b"\t\n", b"1x", b"0x", b"-1",
               b"2", b"08", b"1\xa0", b"1\v", b"+1", b"- 1", b"-",
               b"4294967297", b"18446744073709551616", b"1\0", b"0" * 21,
-              b" " * 5000, b" " * 4095 + b"1", b"1 " + b"1" * 5000):
+              b" " * 5000, b" " * 4095 + b"1"):
         assert model(s) == gen_corpus.EINVAL, s
+
+
+def test_model_takes_the_first_integer():
+    """proc_dointvec_minmax: the first integer and the white space after
+    it are used; the rest is left and only shortens the count."""
+    assert model(b"1 0") == (1, 2)
+    assert model(b"0\n1\n") == (0, 2)
+    assert model(b"1 " + b"1" * 5000) == (1, 909)   # 4095 bytes looked at
+    assert model(b"0 x") == (0, 2)
 
 
 def test_model_accepted_spellings():
