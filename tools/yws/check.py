@@ -44,6 +44,12 @@ def reusable(ws, stage, argv):
     return rec
 
 
+def spawn(cmd):
+    """Run one stage's process; its exit status."""
+    return subprocess.run(cmd, cwd=ROOT, env={
+        **os.environ, "PYTHONPATH": str(ROOT / "tools")}).returncode
+
+
 def run_stage(ws, stage, argv, rerun=False):
     """Run one stage in its own process; its published result."""
     if not rerun and stage not in ("tree",) and reusable(ws, stage, argv):
@@ -52,10 +58,7 @@ def run_stage(ws, stage, argv, rerun=False):
         return results.read(ws.results, stage)
     start = time.time()
     results.remove(ws.results, stage)
-    rc = subprocess.run([PYTHON, "-m", "yws", *map(str, _global_flags(ws)),
-                         stage, *argv], cwd=ROOT,
-                        env={**os.environ,
-                             "PYTHONPATH": str(ROOT / "tools")}).returncode
+    rc = spawn([PYTHON, "-m", "yws", *map(str, _global_flags(ws)), stage, *argv])
     rec = results.read(ws.results, stage)
     if rec is None or rec["verdict"] == "pass" and rc != 0:
         why = "exit %d, %s" % (rc, "no result published" if rec is None

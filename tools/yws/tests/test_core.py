@@ -1,0 +1,135 @@
+"""ws.py, results.py, tree.py, check.py: the core of the workspace."""
+import json
+import pytest
+
+from yws import check, results, tree
+from yws.ws import Stage, StageError, run, tree_state
+from conftest import sh
+
+
+def test_tree_state_sees_uncommitted_and_untracked_edits(repo):
+    clean, dirty = tree_state(repo)
+    assert not dirty and clean == sh("git", "rev-parse", "HEAD^{tree}", cwd=repo)
+    (repo / "a.c").write_text("int edited;\n")
+    edited, dirty = tree_state(repo)
+    assert dirty and edited != clean
+    (repo / "new.c").write_text("int n;\n")
+    assert tree_state(repo)[0] not in (clean, edited)
+    assert sh("git", "status", "--porcelain", cwd=repo).count("\n") == 1  # index untouched
+
+
+def test_stage_publishes_tree_id_and_counts(ws):
+    with Stage(ws, "unit", "a test stage") as st:
+        st.passed = 3
+    rec = results.read(ws.results, "unit")
+    assert rec["verdict"] == "pass" and rec["passed"] == 3
+    assert rec["tree"] == tree_state(ws.tree)[0] and rec["argv"] == ["x"]
+    assert st.exit_code == 0
+
+
+@pytest.mark.parametrize("body,summary", [
+    (lambda st: setattr(st, "failed", 1), ""),
+    (lambda st: None, "nothing was tested"),
+    (lambda st: (_ for _ in ()).throw(StageError("no kernel")), "no kernel"),
+])
+def test_stage_fails_on_failures_on_nothing_and_on_errors(ws, body, summary):
+    with Stage(ws, "unit", "a test stage") as st:
+        body(st)
+    rec = results.read(ws.results, "unit")
+    assert rec["verdict"] == "fail" and rec["failed"] >= 1 and st.exit_code == 1
+    assert rec["summary"] == summary
+
+
+def test_fresh_only_for_the_same_tree(ws):
+    with Stage(ws, "unit", "x") as st:
+        st.passed = 1
+    tid = tree_state(ws.tree)[0]
+    assert results.fresh(ws.results, "unit", tid)
+    (ws.tree / "a.c").write_text("int other;\n")
+    assert not results.fresh(ws.results, "unit", tree_state(ws.tree)[0])
+
+
+def test_run_reports_exit_and_kills_on_timeout(tmp_path):
+    with pytest.raises(StageError, match="false: exit 1"):
+        run(["false"])
+    with pytest.raises(StageError, match="no result after 1s"):
+        run(["sh", "-c", "sleep 30 & wait"], timeout=1)
+    assert run(["sh", "-c", "echo hi"], capture=True).stdout == "hi\n"
+
+
+def _fake_stage(monkeypatch, ws, verdict, rc, passed=2, failed=0):
+    def fake(cmd, **kw):
+        stage = cmd[cmd.index("--base") + 2]
+        if verdict:
+            results.write(ws.results, stage, verdict=verdict, passed=passed,
+                          failed=failed, skipped=0, seconds=1, tree=None,
+                          dirty=False, argv=[stage], workspace="w",
+                          summary="", details={})
+        return rc
+    monkeypatch.setattr(check, "spawn", fake)
+
+
+def test_check_exit_status_follows_the_stages(ws, monkeypatch, capsys):
+    _fake_stage(monkeypatch, ws, "pass", 0)
+    assert check.pipeline(ws, [("a", []), ("b", [])], rerun=True) == 0
+    assert capsys.readouterr().out.endswith("4 passed, 0 failed\n")
+    _fake_stage(monkeypatch, ws, "fail", 1, passed=1, failed=1)
+    assert check.pipeline(ws, [("a", [])], rerun=True) == 1
+    assert capsys.readouterr().out.endswith("1 passed, 1 failed\n")
+
+
+@pytest.mark.parametrize("verdict,rc", [("pass", 1), (None, 0), (None, 1)])
+def test_a_stage_that_lies_or_publishes_nothing_fails(ws, monkeypatch, capsys, verdict, rc):
+    _fake_stage(monkeypatch, ws, verdict, rc)
+    assert check.pipeline(ws, [("a", [])], rerun=True) == 1
+    out = capsys.readouterr().out
+    assert results.read(ws.results, "a")["verdict"] == "fail"
+    assert out.splitlines()[-1].endswith(", 1 failed")
+
+
+def test_summary_names_the_tree_and_edits(ws, capsys):
+    (ws.tree / "a.c").write_text("int edited;\n")
+    check.summarize(ws, [], 1)
+    out = capsys.readouterr().out
+    assert tree_state(ws.tree)[0][:12] in out and "uncommitted edits" in out
+
+
+def test_export_round_trip_and_refusals(ws):
+    tree.export_to(ws, ws.series)
+    assert [p.name for p in tree.series_files(ws)] == [
+        "0001-change-1.patch", "0002-change-2.patch"]
+    assert tree.export_differs(ws) == []
+    (ws.series / "0002-change-2.patch").write_text("changed\n")
+    assert tree.export_differs(ws) == ["0002-change-2.patch"]
+
+
+def test_apply_series_names_the_patch_that_fails(ws):
+    tree.export_to(ws, ws.series)
+    sh("git", "reset", "-q", "--hard", "base", cwd=ws.tree)
+    (ws.series / "0002-change-2.patch").write_text(
+        (ws.series / "0002-change-2.patch").read_text().replace("-int a1;", "-int zz;"))
+    with pytest.raises(StageError, match="0002-change-2.patch does not apply"):
+        tree.apply_series(ws, ws.tree)
+    assert sh("git", "log", "-1", "--format=%s", cwd=ws.tree) == "change 1"
+
+
+def test_tree_refuses_to_lose_unexported_work(ws, monkeypatch):
+    tree.export_to(ws, ws.series)
+    (ws.tree / ".git" / tree.SYNCED).write_text(sh("git", "rev-parse", "HEAD", cwd=ws.tree))
+    (ws.tree / "a.c").write_text("int mine;\n")
+    assert tree._reuse_or_reset(ws, force=False)       # edits on series/: kept
+    sh("git", "commit", "-qam", "mine", cwd=ws.tree)
+    with pytest.raises(StageError, match="make export, or FORCE=1"):
+        tree._reuse_or_reset(ws, force=False)
+    assert not tree._reuse_or_reset(ws, force=True)
+    assert sh("git", "log", "-1", "--format=%s", cwd=ws.tree) == "base"
+
+
+def test_results_refuse_unknown_verdicts_and_read_garbage_as_none(ws):
+    with pytest.raises(ValueError):
+        results.write(ws.results, "x", verdict="ok", passed=0, failed=0, skipped=0,
+                      seconds=0, tree=None, dirty=False, argv=[], workspace="",
+                      summary="", details={})
+    ws.results.mkdir(parents=True)
+    (ws.results / "y.json").write_text(json.dumps({"verdict": "pass"}))
+    assert results.read(ws.results, "y") is None
