@@ -1,0 +1,141 @@
+"""make mutations: can the tests fail? Each patch breaks one of Yama's
+decisions in the tree, and the stage that owns its folder must then fail,
+naming what failed:
+  kunit/mutations/*.patch            kunit: failed cases
+  selftests/mutations/*.patch        selftests default (one boot): failed cases
+  selftests/vfs-diff/inject/*.patch  vfs-diff (fixed seed): a group that disagrees
+A kunit or selftests patch opens with "Must fail: GLOB..." (suite.case, or
+program/test, under any scenario/): it is caught only when a case matching one of them failed;
+other failures alone are "off-target". A patch that does not apply, a build
+error or a run that reports nothing is an "error", never caught.
+
+Each patch is applied on top of the tree as it is and always taken back
+out; the stage runs as `python3 -m yws --build build/mutations STAGE`, so
+its kernels and results stay in build/mutations, never in build/results.
+"""
+import fnmatch
+import json
+import signal
+import threading
+from contextlib import contextmanager
+
+from . import results
+from .ws import PYTHON, Stage, StageError, git, run
+
+FOLDERS = [("kunit/mutations", "kunit", []),
+           ("selftests/mutations", "selftests", ["default"]),
+           ("selftests/vfs-diff/inject", "vfs-diff", ["--seed", "20101020", "--cases", "22000"])]
+TIMEOUT = 3600
+
+
+def must_fail(patch, stage):
+    """The globs of the patch's "Must fail:" line; for vfs-diff, any
+    group of the differential test (not a boot problem)."""
+    first = patch.read_text().partition("\n")[0]
+    if first.startswith("Must fail:"):
+        return first[len("Must fail:"):].split()
+    return ["yama_vfs_diff/*"] if stage == "vfs-diff" else None
+
+
+def applies(tree, patch, *flags):
+    return not run(["git", "-C", tree, "apply", "--check", *flags, patch],
+                   check=False, capture=True).returncode
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def applied(tree, patch):
+    """PATCH applied to TREE (edits kept) for the block; taken back out
+    afterwards, also on an exception, KeyboardInterrupt or SIGTERM."""
+    if not applies(tree, patch):
+        raise StageError("%s does not apply to %s" % (patch.name, tree))
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _interrupted) if main else None
+    try:
+        git(tree, "apply", patch)
+        yield
+    finally:
+        # Out again whenever it is in, whatever stopped the block.
+        if applies(tree, patch, "-R"):
+            git(tree, "apply", "-R", patch)
+        if main:
+            signal.signal(signal.SIGTERM, old)
+
+
+def judge(must, rec):
+    """(result, detail) of one mutation from the stage's published result."""
+    if rec is None:
+        return "error", "the stage published no result"
+    bad = [c["name"] for c in rec["details"].get("failed_cases", [])]
+    hit = [b for b in bad if any(fnmatch.fnmatchcase(b, g) for m in must for g in (m, "*/" + m))]
+    if hit:
+        return "caught", "%s failed%s" % (hit[0], " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else "")
+    if bad:
+        return "off-target", "%s failed, none of %s" % (bad[0], " ".join(must))
+    if rec["verdict"] == "pass":
+        return "missed", "the stage passed (%d passed)" % rec["passed"]
+    return "error", rec["summary"][:120] or "failed without a failed case"
+
+
+def prove(ws, patch, stage, args, must, build):
+    """Run STAGE with PATCH applied, its results in BUILD; (result, detail)."""
+    out = build / patch.stem
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "log").unlink(missing_ok=True)
+    results.remove(build / "results", stage)
+    cmd = [PYTHON, "-m", "yws", "--build", build, "--tree", ws.tree,
+           "--series", ws.series, "--base", ws.base, stage, *args]
+    try:
+        with applied(ws.tree, patch):
+            run(cmd, cwd=ws.root, env={"PYTHONPATH": ws.root / "tools"},
+                log=out / "log", label="%s (%s)" % (stage, patch.stem),
+                timeout=TIMEOUT, check=False)
+    except StageError as e:
+        return "error", str(e)
+    rec = results.read(build / "results", stage)
+    (out / "result.json").write_text(json.dumps(rec, indent=1))
+    return judge(must, rec)
+
+
+def mutations(ws):
+    """[(patch, stage, args)] of every folder, in name order."""
+    return [(p, stage, args) for folder, stage, args in FOLDERS
+            for p in sorted((ws.root / folder).glob("*.patch"))]
+
+
+def report(st, rows):
+    """Count the rows into the stage and say what was not caught."""
+    st.passed = sum(r["result"] == "caught" for r in rows)
+    st.failed = len(rows) - st.passed
+    st.details = {"mutations": rows, "failed_cases": [
+        {"name": r["name"], "reason": "%s: %s" % (r["result"], r["detail"])}
+        for r in rows if r["result"] != "caught"]}
+    st.summary = ("every mutation caught" if not st.failed else
+                  "not caught: " + ", ".join(r["name"] for r in rows if r["result"] != "caught"))
+
+
+def main(ws, args):
+    todo = [m for m in mutations(ws) if not args.names or m[0].stem in args.names]
+    with Stage(ws, "mutations", "break one rule at a time; the stage that owns it must fail") as st:
+        if not todo:
+            raise StageError("no mutation named %s" % " ".join(args.names))
+        rows, build = [], ws.dir("mutations")
+        for patch, stage, sargs in todo:
+            must = must_fail(patch, stage)
+            res = prove(ws, patch, stage, sargs, must, build) if must else \
+                ("error", "no 'Must fail:' line")
+            rows.append({"name": patch.stem, "stage": stage, "result": res[0], "detail": res[1]})
+            st.progress("%-10s %-38s %-9s %s" % (res[0], patch.stem, stage, res[1]))
+        report(st, rows)
+    return st.exit_code
+
+
+def add_arguments(p):
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these patches (file names without .patch)")
+
+
+COMMANDS = {"mutations": ("break Yama's rules one patch at a time; the owning stage must fail",
+                          add_arguments, main)}

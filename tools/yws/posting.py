@@ -1,0 +1,462 @@
+"""The posting: b4 send -o from the tree (the b4 prep branch) into
+out/posting/vN/, with what the workspace adds: the cover letter composed
+from cover-letter/ with a Testing section written only from results of
+this very tree, the proof (git am of the thread onto a fresh base gives
+the tree), the lint of the thread, and the range-diff against the last
+posted revision. Nothing is ever sent."""
+import email.utils
+import re
+import shutil
+import textwrap
+
+from . import b4prep, mail, results, tree as T
+from .b4prep import posted, changelog, read
+from .ws import StageError, Stage, git, run
+
+TESTED = [("series-check", "Series gates (`make series-check`: per patch checkpatch "
+           "--strict, W=1 + sparse build, kernel-doc; the tip's config matrix)"),
+          ("kunit", "KUnit (`make kunit`: kunit.py run --arch=x86_64 "
+           "--kunitconfig=security/yama, under QEMU)"),
+          ("selftests", "kselftests (`make selftests`: tools/testing/selftests/yama, "
+           "one QEMU boot per scenario)")]
+OPTIONAL = [("check-debug", "Debug kernel (`make check-debug`: KASAN, lockdep, "
+             "PROVE_RCU, KFENCE, panic_on_warn)"),
+            ("vfs-diff", "Differential test against the VFS's link rules (`make vfs-diff`)")]
+REF = re.compile(r"\[\[([^\[\]]+)\]\]")
+LSM_LIST = "linux-security-module@vger.kernel.org"
+REQUIRED_LISTS = [(re.compile(r"^fs/"), "linux-fsdevel@vger.kernel.org"),
+                  (re.compile(r"^(security/|include/linux/(lsm_hook_defs|security)\.h$)"),
+                   LSM_LIST),
+                  (re.compile(r"^security/selinux/"), "selinux@vger.kernel.org")]
+FIXES = re.compile(r"^Fixes: [0-9a-f]{12,40} \(\"[^\n]+\"\)$")
+MAX_PATCHES = 15
+
+
+def fill(text, indent="  ", first=""):
+    return textwrap.fill(text, width=72, initial_indent=first, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+# ------------------------------------------------------------ freshness
+def stale_stages(ws, tree_id):
+    """[(stage, why)] of the stages the Testing section needs that have no
+    passing result of TREE_ID."""
+    out = []
+    for s, _ in TESTED:
+        rec = results.read(ws.results, s)
+        if results.fresh(ws.results, s, tree_id):
+            continue
+        out.append((s, "no result" if not rec else "it failed" if rec["verdict"] != "pass"
+                    else "it tested tree %s" % (rec["tree"] or "none")[:12]))
+    return out
+
+
+def fresh_results(ws, tree_id, rerun):
+    """{stage: result} of this tree for the Testing section; stale stages
+    are run again (RERUN, through check's pipeline) or stop the posting."""
+    stale = stale_stages(ws, tree_id)
+    if stale and rerun:
+        from . import check
+        argv = dict(check.ALL)
+        for s, _ in stale:
+            check.run_stage(ws, s, argv.get(s, []), rerun=True)
+        print("== posting: back to the posting", flush=True)
+        stale = stale_stages(ws, tree_id)
+    if stale:
+        raise StageError("no result of tree %s for %s: run make %s (or make posting "
+                         "RERUN=1 to run them first)" % (
+                             tree_id[:12], ", ".join("%s (%s)" % sw for sw in stale),
+                             " ".join(s for s, _ in stale)))
+    return {s: results.fresh(ws.results, s, tree_id) for s, _ in TESTED + OPTIONAL
+            if results.fresh(ws.results, s, tree_id)}
+
+
+def testing_section(recs, tree_id):
+    out = [fill("Testing (by the workspace; every result below is of tree %s, the tree "
+                "of the base with these patches):" % tree_id[:12], ""), ""]
+    for s, label in TESTED + OPTIONAL:
+        r = recs.get(s)
+        if r:
+            out.append(fill("- %s: %d passed, %d failed%s, in %ds: %s." % (
+                label, r["passed"], r["failed"],
+                ", %d skipped" % r["skipped"] if r["skipped"] else "", r["seconds"],
+                r["summary"].rstrip("."))))
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------ the cover
+def resolve_refs(text, subjects):
+    """[[part of a subject]] -> "N/M", the one patch whose subject has it
+    (an exact subject wins); none or several stop the posting."""
+    def one(m):
+        ref = " ".join(m.group(1).split()).lower()
+        hits = [i for i, s in enumerate(subjects, 1) if s.lower() == ref] or \
+            [i for i, s in enumerate(subjects, 1) if ref in s.lower()]
+        if len(hits) != 1:
+            raise StageError("the cover letter names the patch [[%s]], which matches %s of: %s"
+                             % (m.group(1), "several" if hits else "none",
+                                "; ".join(subjects)))
+        return "%d/%d" % (hits[0], len(subjects))
+    return REF.sub(one, text)
+
+
+def rewrap_entries(text):
+    """Each "- " entry of a changelog refilled to 72 columns."""
+    entries = []
+    for ln in text.splitlines():
+        if ln.startswith("- "):
+            entries.append([ln[2:].strip()])
+        elif ln.startswith("  ") and ln.strip() and entries and isinstance(entries[-1], list):
+            entries[-1].append(ln.strip())
+        else:
+            entries.append(ln)
+    return "\n".join(e if isinstance(e, str) else fill(" ".join(e), "  ", "- ")
+                     for e in entries)
+
+
+def thread_of(path):
+    return mail.numbered(mail.read_mbox(path))
+
+
+def cover_msgid(path):
+    for p in thread_of(path):
+        if p[0] == 0:
+            return p[4].get("Message-ID", "").strip().strip("<>")
+    raise StageError("%s has no cover letter 0/N" % path)
+
+
+def changes_section(ws, rev, subjects):
+    """Changes in vN ... v2, newest first, each with a link to the revision
+    before it; [[...]] of an older changelog names that revision's patches."""
+    parts = []
+    for r in range(rev, 1, -1):
+        body = read(changelog(ws, r)) or "- EDITME: describe what changed since v%d." % (r - 1)
+        if REF.search(body):
+            subj = subjects if r == rev else [p[3] for p in thread_of(posted(ws, r)) if p[0]]
+            body = rewrap_entries(resolve_refs(body, subj))
+        link = "\n- Link to v%d: https://lore.kernel.org/r/%s" % (
+            r - 1, cover_msgid(posted(ws, r - 1))) if posted(ws, r - 1).exists() else ""
+        parts.append("Changes in v%d:\n%s%s" % (r, body, link))
+    return "\n\n".join(parts)
+
+
+def compose_cover(ws, rev, subjects, testing):
+    """cover-letter/cover.txt: "#" lines dropped, @@TESTING@@ and @@CHANGES@@
+    filled in, [[...]] numbered (a paragraph opening with one refilled)."""
+    src = (b4prep.cover_dir(ws) / "cover.txt").read_text()
+    text = "\n".join(ln for ln in src.splitlines() if not ln.startswith("#")) + "\n"
+    if not text.startswith("security: Yama LSM"):
+        raise StageError("cover.txt: the subject must start with 'security: Yama LSM'")
+    if "@@TESTING@@" not in text:
+        raise StageError("cover.txt has no @@TESTING@@ placeholder")
+    changes = changes_section(ws, rev, subjects)
+    text = text.replace("@@TESTING@@", testing)
+    text = text.replace("@@CHANGES@@", changes) if "@@CHANGES@@" in text else \
+        text.rstrip() + "\n\n" + changes
+    paras = []
+    for para in text.split("\n\n"):
+        if para.startswith("[["):
+            words = resolve_refs(para, subjects).split()
+            para = fill(" ".join(words), " " * max(4, len(words[0]) + 1))
+        paras.append(para)
+    text = re.sub(r"\n{3,}", "\n\n", resolve_refs("\n\n".join(paras), subjects)).strip() + "\n"
+    bad = [ln for ln in text.splitlines() if "EDITME" in ln]
+    if bad:
+        raise StageError("the cover letter still has EDITME: %s" % bad[0].strip())
+    return text
+
+
+# ------------------------------------------------------------ b4
+def b4(tree, *args, env=None, label=None):
+    res = run(["b4", "--offline-mode", "--no-stdin", *args], cwd=tree, env=env,
+              capture=True, check=False, label=label)
+    if res.returncode:
+        raise StageError("b4 %s: exit %d: %s" % (" ".join(map(str, args)), res.returncode,
+                                                 (res.stdout + res.stderr).strip()[-400:]))
+    return (res.stdout + res.stderr).strip()
+
+
+def put_cover(ws, rev, cover, work):
+    """The cover into b4's cover commit: b4 prep --force-revision, --edit-cover
+    (the editor copies the composed text), --auto-to-cc (get_maintainer.pl)."""
+    tree = ws.tree
+    if b4(tree, "prep", "--show-revision").split()[-1:] != ["v%d" % rev]:
+        b4(tree, "prep", "--force-revision", str(rev))
+    (work / "cover.txt").write_text(cover)
+    b4(tree, "prep", "--edit-cover", env={
+        "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.editor",
+        "GIT_CONFIG_VALUE_0": "cp %s" % (work / "cover.txt")})
+    b4(tree, "prep", "--auto-to-cc")
+
+
+def send(ws, outdir):
+    """b4 send -o OUTDIR (writes, never sends), and OUTDIR/thread.mbox: the
+    messages with "From " lines, Subject: unfolded (b4 0.12's am -m
+    crashes on a folded one)."""
+    shutil.rmtree(outdir, ignore_errors=True)
+    outdir.mkdir(parents=True)
+    b4(ws.tree, "send", "--no-sign", "-o", outdir)
+    emls = sorted(outdir.glob("*.eml"))
+    if not emls:
+        raise StageError("b4 send -o wrote no message")
+    with open(outdir / "thread.mbox", "wb") as mb:
+        for p in emls:
+            head, sep, body = p.read_bytes().partition(b"\n\n")
+            head = re.sub(rb"(?im)^(Subject:.*?)((?:\n[ \t]+.*)+)$",
+                          lambda m: m.group(1) + re.sub(rb"\n[ \t]+", b" ", m.group(2)), head)
+            mb.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
+            for ln in (head + sep + body).splitlines(keepends=True):
+                mb.write(b">" + ln if re.match(rb"^>*From ", ln) else ln)
+            mb.write(b"\n")
+    return len(emls)
+
+
+# ------------------------------------------------------------ the proof
+def touched(text):
+    return sorted(set(re.findall(r"(?m)^diff --git a/\S+ b/(\S+)", text)))
+
+
+def proof(ws, thread, tree_id, work):
+    """git am of the thread (as b4 am gives it) onto a fresh base: its tree
+    must be TREE_ID. The base is a shared clone of the tree, checked out
+    sparsely (only the files the thread touches): seconds, not minutes."""
+    d = work / "proof"
+    shutil.rmtree(d, ignore_errors=True)
+    run(["git", "clone", "-q", "--shared", "--no-checkout", ws.tree, d], label="git clone")
+    files = {f for p in thread_of(thread) for f in touched(mail.text(p[4]))}
+    git(d, "sparse-checkout", "set", "--no-cone", *("/" + f for f in sorted(files)))
+    git(d, "checkout", "-q", "--detach", "base")
+    mail.git_am(d, mail.b4_am(thread, work / "am", d))
+    got = git(d, "rev-parse", "HEAD^{tree}")
+    n = int(git(d, "rev-list", "--count", "base..HEAD"))
+    if got != tree_id:
+        raise StageError("git am of %s onto the base gives tree %s, the tree is %s" % (
+            thread, got[:12], tree_id[:12]))
+    return "git am of the %d patches of %s onto base %s (as b4 am gives them) = tree %s" % (
+        n, thread.name, T.base_commit(d)[:12], got[:12])
+
+
+# ------------------------------------------------------------ lint
+def fixes_problems(msg):
+    return ["%r is not Fixes: <12+ hex digits> (\"subject\")" % ln.strip()
+            for ln in re.findall(r"(?mi)^fixes:.*$", msg) if not FIXES.match(ln.rstrip())]
+
+
+def lint(pats, rev, ident=None, cover_text=""):
+    """Checks of a thread [(n, M, rev, subject, message)]: [(name, verdict,
+    detail)], verdict pass, fail or warn. COVER_TEXT: the cover as composed,
+    whose To:/Cc: lines b4 moved into the headers."""
+    res = []
+    check = lambda name, bad, good: res.append((name, "fail" if bad else "pass",
+                                                "; ".join(bad) or good))
+    M = pats[0][1]
+    cover = next((p[4] for p in pats if p[0] == 0), None)
+    prefixes = {re.sub(r" *\d+/\d+$", "", re.match(r"^\[([^\]]*)\]", mail.unfold(
+        p[4]["Subject"])).group(1)) for p in pats}
+    check("format", [w for w, bad in [
+        ("no cover letter 0/%d" % M, cover is None),
+        ("numbered %s, not 0..%d" % ([p[0] for p in pats], M),
+         [p[0] for p in pats] != list(range(0 if cover else 1, M + 1))),
+        ("subject prefixes differ: %s" % sorted(prefixes), len(prefixes) != 1),
+        ("%d patches, more than %d" % (M, MAX_PATCHES), M > MAX_PATCHES)] if bad],
+        "cover + %d patches, [%s n/%d]" % (M, prefixes.pop(), M))
+    cid = cover and cover.get("Message-ID", "").strip()
+    check("headers", ["%d/%d: no %s" % (p[0], M, h) for p in pats
+                      for h in ("From", "To", "Subject", "Message-ID") if not p[4].get(h)] +
+          ["%d/%d is not a reply to the cover" % (p[0], M) for p in pats
+           if cover and p[0] and p[4].get("In-Reply-To", "").strip() != cid],
+          "From/To/Subject/Message-ID on each; patches thread under the cover")
+    texts = {p[0]: mail.text(p[4]) for p in pats}
+    msgs = {n: t.split("\n---\n")[0] for n, t in texts.items()}
+    if cover is not None:
+        have = {a.lower() for _, a in email.utils.getaddresses(
+            cover.get_all("To", []) + cover.get_all("Cc", []))}
+        want = {a.lower() for _, a in email.utils.getaddresses(
+            re.findall(r"(?mi)^(?:To|Cc): *(.+)$", msgs[0] + "\n" + cover_text))}
+        files = {f for t in texts.values() for f in touched(t)}
+        want |= {lst for rx, lst in REQUIRED_LISTS for f in files if rx.search(f)}
+        check("recipients", ["the cover is not to %s" % a for a in sorted(want - have)],
+              "the cover's own Cc: lines and the lists of the touched paths are on it")
+    bad = []
+    for p in pats[1 if cover else 0:]:
+        inbody = re.match(r"^From: *(.+)$", texts[p[0]].lstrip("\n").split("\n", 1)[0])
+        author = email.utils.parseaddr(inbody.group(1) if inbody else p[4]["From"])[1]
+        sobs = {a.lower() for _, a in email.utils.getaddresses(
+            re.findall(r"(?mi)^Signed-off-by: *(.+)$", msgs[p[0]]))}
+        if author.lower() not in sobs:
+            bad.append("%d/%d: the author <%s> does not sign off" % (p[0], M, author))
+        bad += ["%d/%d: %s" % (p[0], M, w) for w in fixes_problems(msgs[p[0]])]
+    check("trailers", bad, "every author signs off; Fixes: as submitting-patches.rst")
+    if cover is not None:
+        check("changelog", ["no \"Changes in v%d:\" in the cover" % rev]
+              if rev > 1 and "Changes in v%d:" % rev not in texts[0] else [],
+              "Changes in v%d present" % rev if rev > 1 else "v1: no changelog")
+    check("editme", ["%d/%d still has EDITME" % (n, M) for n, t in texts.items()
+                     if "EDITME" in t or "EDITME" in str(pats[0][4]["Subject"])], "no EDITME")
+    if ident:
+        why = mail.placeholder_reasons(ident[1])
+        res.append(("sender", "warn" if why else "pass", "%s <%s>%s" % (
+            ident[0], ident[1], ": a placeholder, NOT SENDABLE (%s)" % "; ".join(why)
+            if why else "")))
+    return res
+
+
+# ------------------------------------------------------------ range-diff
+def range_diff(ws, old_rev, new_mbox, out):
+    """b4 diff -m of the posted vOLD_REV and NEW_MBOX into OUT. b4 rebuilds
+    each revision on the blobs its patches name: the current base's come
+    from the tree, vN's base's from cover-letter/posted/vN.preimage.tar.xz,
+    in a scratch repository (no old base needs to be installed)."""
+    repo = ws.dir("posting") / "range-diff.git"
+    if not (repo / "HEAD").exists():
+        run(["git", "init", "-q", "--bare", repo])
+        root = git(repo, "commit-tree", "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "-m", "root",
+                   env={"GIT_AUTHOR_DATE": "2010-06-21T00:00Z", "GIT_COMMITTER_DATE":
+                        "2010-06-21T00:00Z", "GIT_AUTHOR_NAME": "range-diff",
+                        "GIT_AUTHOR_EMAIL": "range-diff@localhost"})
+        git(repo, "update-ref", "HEAD", root)
+    objs = git(ws.tree, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    (repo / "objects" / "info" / "alternates").write_text(objs + "/objects\n")
+    pre = posted(ws, old_rev, "preimage.tar.xz")
+    if pre.exists():
+        tmp = ws.dir("posting") / "preimage"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        run(["tar", "-xJf", pre, "-C", tmp], label="tar")
+        paths = "".join("%s\n" % p for p in tmp.rglob("*") if p.is_file())
+        git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths", input=paths)
+    out.unlink(missing_ok=True)
+    b4(ws.dir("posting"), "diff", "-g", repo, "-m", posted(ws, old_rev), new_mbox, "-o", out,
+       label="b4 diff")
+    if not out.exists() or not out.stat().st_size:
+        raise StageError("b4 diff -m v%d.mbox %s wrote nothing" % (old_rev, new_mbox))
+    return out
+
+
+def preimage_files(mbox):
+    """The base's files a posted thread modifies (not those it creates)."""
+    seen, out = set(), []
+    for p in sorted(thread_of(mbox), key=lambda p: p[0]):
+        for f, blob in re.findall(r"(?m)^diff --git a/\S+ b/(\S+)\n(?:.*\n)*?index ([0-9a-f]+)\.\.",
+                                  mail.text(p[4]) if p[0] else ""):
+            if f not in seen and set(blob) != {"0"}:
+                out.append(f)
+            seen.add(f)
+    return out
+
+
+# ------------------------------------------------------------ stages
+def stage_posting(ws, args):
+    ident = mail.identity(ws)
+    before = results.read(ws.results, "posting")
+    with Stage(ws, "posting", "cover-letter/ + b4 send -o -> out/posting/vN, proof, lint, "
+               "range-diff") as st:
+        if st.dirty:
+            files = git(ws.tree, "status", "--porcelain").splitlines()
+            raise StageError("the tree has uncommitted edits (%s): b4 posts commits; commit "
+                             "them (git commit --fixup / rebase -i) first" % ", ".join(
+                                 ln[3:] for ln in files[:4]))
+        work = ws.dir("posting")
+        rev = b4prep.current_revision(ws, st.tree_id)
+        outdir = ws.out / "posting" / ("v%d" % rev)
+        thread = outdir / "thread.mbox"
+        if args.verify and before and before["tree"] == st.tree_id and \
+                before["verdict"] == "pass" and thread.exists():
+            print("  posting of this tree already made: proving %s again" % thread)
+        else:
+            recs = fresh_results(ws, st.tree_id, args.rerun)
+            ch, prev = read(changelog(ws, rev)), read(posted(ws, rev - 1, "tree"))
+            if rev > 1 and (ch or "").startswith(b4prep.NO_CHANGE) and prev != st.tree_id:
+                raise StageError("the series changed since v%d but %s says no change: "
+                                 "describe it (make range-diff)" % (rev - 1, changelog(ws, rev)))
+            subjects = [git(ws.tree, "log", "-1", "--format=%s", c) for c in T.patches(ws.tree)]
+            b4prep.configure(ws, ws.tree)
+            put_cover(ws, rev, compose_cover(ws, rev, subjects,
+                                             testing_section(recs, st.tree_id)), work)
+            print("  b4 send -o %s: %d messages" % (outdir, send(ws, outdir)), flush=True)
+            shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
+        lines = [proof(ws, thread, st.tree_id, work)]
+        checks = lint(thread_of(thread), rev, ident, read(outdir / "cover.txt") or "")
+        if rev > 1:
+            rd = range_diff(ws, rev - 1, thread, outdir / ("range-diff-v%d.txt" % (rev - 1)))
+            lines.append("range-diff against v%d: %s" % (rev - 1, rd))
+        lines += ["lint %-10s %-4s %s" % c for c in checks]
+        (outdir / "proof.txt").write_text("posting v%d of tree %s\n%s\n" % (
+            rev, st.tree_id, "\n".join(lines)))
+        print("\n".join("  " + ln for ln in lines))
+        st.passed = 1 + sum(c[1] != "fail" for c in checks) + (rev > 1)
+        st.failed = sum(c[1] == "fail" for c in checks)
+        st.details = {"revision": rev, "dir": str(outdir), "thread": str(thread),
+                      "sendable": mail.sendable(ident),
+                      "lint": [dict(zip(("name", "verdict", "detail"), c)) for c in checks]}
+        st.summary = "v%d in %s, proven%s" % (rev, outdir, "" if mail.sendable(ident)
+                                               else "; placeholder sender: NOT SENDABLE")
+    if mail.warning(ident):
+        print(mail.warning(ident))
+    return st.exit_code
+
+
+def stage_range_diff(ws, args):
+    with Stage(ws, "range-diff", "b4 diff -m of the last posted revision and this one") as st:
+        rev = b4prep.current_revision(ws, st.tree_id)
+        if rev < 2:
+            st.verdict, st.summary = "skip", "no posted revision yet (cover-letter/posted/)"
+            return 0
+        rec = results.fresh(ws.results, "posting", st.tree_id)
+        if rec and rec["details"].get("revision") == rev:
+            new = rec["details"]["thread"]
+        else:
+            new = ws.dir("posting") / "tree.mbox"
+            start = T.cover_commit(ws.tree) or T.base_commit(ws.tree)
+            new.write_text(git(ws.tree, "format-patch", "--stdout", "--thread", "--numbered",
+                               "--subject-prefix=PATCH v%d" % rev, "%s..HEAD" % start) + "\n")
+        out = range_diff(ws, rev - 1, new, ws.dir("posting") / ("range-diff-v%d.txt" % (rev - 1)))
+        print(out.read_text(), end="")
+        st.passed, st.summary = 1, "v%d against %s: %s" % (rev - 1, new, out)
+    return st.exit_code
+
+
+def stage_record(ws, args):
+    with Stage(ws, "record-posting", "keep out/posting/vN as the posted vN "
+               "(cover-letter/posted/)") as st:
+        rec = results.fresh(ws.results, "posting", st.tree_id)
+        if not rec:
+            raise StageError("no passing posting of this tree: make posting first")
+        rev, thread = rec["details"]["revision"], rec["details"]["thread"]
+        if posted(ws, rev).exists():
+            raise StageError("v%d is recorded already and nothing changed since" % rev)
+        posted(ws, rev).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(thread, posted(ws, rev))
+        posted(ws, rev, "tree").write_text(st.tree_id + "\n")
+        shutil.copyfile(b4prep.cover_dir(ws) / "cover.txt", posted(ws, rev, "cover.txt"))
+        git(ws.tree, "-c", "tar.tar.xz.command=xz -9 -c", "archive", "--format=tar.xz",
+            "-o", posted(ws, rev, "preimage.tar.xz"), "base", "--",
+            *preimage_files(posted(ws, rev)))
+        cur, nxt = changelog(ws, rev), changelog(ws, rev + 1)
+        if REF.search(read(cur) or ""):
+            subjects = [p[3] for p in thread_of(posted(ws, rev)) if p[0]]
+            cur.write_text(rewrap_entries(resolve_refs(read(cur), subjects)) + "\n")
+        if not nxt.exists():
+            nxt.parent.mkdir(parents=True, exist_ok=True)
+            nxt.write_text("%s v%d yet.\n" % (b4prep.NO_CHANGE, rev))
+        st.passed = 1
+        st.summary = "v%d recorded (cover <%s>); the next posting is v%d: commit " \
+            "cover-letter/" % (rev, cover_msgid(posted(ws, rev)), rev + 1)
+    return st.exit_code
+
+
+def _posting_args(p):
+    p.add_argument("--rerun", action="store_true",
+                   help="run the stages whose results are not of this tree first")
+    p.add_argument("--verify", action="store_true",
+                   help="prove the posting of this tree again when it exists (make check)")
+
+
+COMMANDS = {
+    "posting": ("cover-letter/ + b4 send -o -> out/posting/vN/, proven (git am = the tree), "
+                "linted, range-diffed", _posting_args, stage_posting),
+    "range-diff": ("b4 diff -m of the last posted revision and the posting (or the tree)",
+                   None, stage_range_diff),
+    "record-posting": ("keep out/posting/vN as posted (cover-letter/posted/); next is vN+1",
+                       None, stage_record),
+}

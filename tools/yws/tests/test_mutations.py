@@ -1,0 +1,138 @@
+"""make mutations: patches go in and always come back out; verdicts come
+from the stage's published result only."""
+import os
+import signal
+import subprocess
+
+import pytest
+
+from yws import mutations, results
+from yws.ws import StageError, Workspace
+
+PATCH = """Must fail: suite.case_a suite.other*
+
+--- a/rules.c
++++ b/rules.c
+@@ -1,3 +1,3 @@
+ a
+-allow = check();
++allow = 1;
+ b
+"""
+ORIG, MUT = "a\nallow = check();\nb\n", "a\nallow = 1;\nb\n"
+
+
+def sh(cwd, *cmd):
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root, tree = tmp_path / "ws", tmp_path / "tree"
+    for d in (root, tree):
+        d.mkdir()
+        sh(d, "git", "init", "-q")
+    (tree / "rules.c").write_text(ORIG)
+    sh(tree, "git", "add", ".")
+    sh(tree, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    (root / "kunit" / "mutations").mkdir(parents=True)
+    (root / "kunit/mutations/allow-all.patch").write_text(PATCH)
+    return Workspace(root=root, tree=tree)
+
+
+def text(ws):
+    return (ws.tree / "rules.c").read_text()
+
+
+def test_must_fail_line_and_vfs_diff_default(ws, tmp_path):
+    patch = ws.root / "kunit/mutations/allow-all.patch"
+    assert mutations.must_fail(patch, "kunit") == ["suite.case_a", "suite.other*"]
+    bare = tmp_path / "bare.patch"
+    bare.write_text(PATCH.split("\n", 2)[2])
+    assert mutations.must_fail(bare, "kunit") is None
+    assert mutations.must_fail(bare, "vfs-diff") == ["yama_vfs_diff/*"]
+
+
+def test_applied_then_taken_out_on_error(ws):
+    patch = ws.root / "kunit/mutations/allow-all.patch"
+    with pytest.raises(RuntimeError):
+        with mutations.applied(ws.tree, patch):
+            assert text(ws) == MUT
+            raise RuntimeError("stage crashed")
+    assert text(ws) == ORIG
+
+
+def test_taken_out_on_sigterm(ws):
+    """Deterministic: the process signals itself inside the block."""
+    patch = ws.root / "kunit/mutations/allow-all.patch"
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt):
+        with mutations.applied(ws.tree, patch):
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert text(ws) == ORIG
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_uncommitted_edits_kept_and_unapplicable_patch_refused(ws):
+    (ws.tree / "rules.c").write_text(ORIG + "edit();\n")
+    patch = ws.root / "kunit/mutations/allow-all.patch"
+    with mutations.applied(ws.tree, patch):
+        assert text(ws) == MUT + "edit();\n"
+    assert text(ws) == ORIG + "edit();\n"
+    (ws.tree / "rules.c").write_text("other\n")
+    with pytest.raises(StageError, match="does not apply"):
+        with mutations.applied(ws.tree, patch):
+            pass
+    assert text(ws) == "other\n"
+
+
+def rec(verdict, bad=(), summary=""):
+    return {"verdict": verdict, "passed": 3, "summary": summary,
+            "details": {"failed_cases": [{"name": b, "reason": "x"} for b in bad]}}
+
+
+def test_judge():
+    must = ["suite.case_a", "suite.other*"]
+    assert mutations.judge(must, rec("fail", ["suite.other_b"]))[0] == "caught"
+    assert mutations.judge(must, rec("fail", ["suite.case_b"]))[0] == "off-target"
+    # selftests name a case scenario/program/test; a boot problem its scenario
+    assert mutations.judge(["prog/t.x"], rec("fail", ["default/prog/t.x"]))[0] == "caught"
+    assert mutations.judge(["yama_vfs_diff/*"], rec("fail", ["vfs-diff"]))[0] == "off-target"
+    assert mutations.judge(must, rec("pass"))[0] == "missed"
+    assert mutations.judge(must, rec("fail", summary="build failed"))[0] == "error"
+    assert mutations.judge(must, None)[0] == "error"
+
+
+def fake_stage(ws, seen):
+    """A run() that plays the stage: it publishes into --build's results a
+    failed case when the tree allows all (the first patch), none else."""
+    real = mutations.run
+
+    def run(cmd, **kw):
+        if "-m" not in cmd:
+            return real(cmd, **kw)
+        build, stage = cmd[cmd.index("--build") + 1], cmd[cmd.index("--base") + 2]
+        seen.append((text(ws), stage))
+        bad = ["suite.case_a"] if "allow = 1" in text(ws) else []
+        results.write(build / "results", stage, verdict="fail" if bad else "pass",
+                      passed=1, failed=len(bad), skipped=0, seconds=1, tree="t",
+                      dirty=True, argv=[], workspace="w", summary="",
+                      details={"failed_cases": [{"name": b, "reason": ""} for b in bad]})
+        return subprocess.CompletedProcess(cmd, 1 if bad else 0)
+    return run
+
+
+@pytest.mark.parametrize("names,rc,counts", [(["allow-all"], 0, (1, 0)), ([], 1, (1, 1))])
+def test_stage_verdict(ws, monkeypatch, names, rc, counts):
+    (ws.root / "kunit/mutations/b-ignored.patch").write_text(
+        PATCH.split("@@ -1,3")[0] + "@@ -1,3 +1,3 @@\n a\n allow = check();\n-b\n+c\n")
+    seen = []
+    monkeypatch.setattr(mutations, "run", fake_stage(ws, seen))
+    assert mutations.main(ws, type("A", (), {"names": names})) == rc
+    assert seen[0] == (MUT, "kunit")                     # ran on the patched tree
+    assert text(ws) == ORIG
+    r = results.read(ws.results, "mutations")
+    assert (r["passed"], r["failed"]) == counts
+    assert [c["name"] for c in r["details"]["failed_cases"]] == ["b-ignored"] * counts[1]
+    assert results.read(ws.results, "kunit") is None     # main results untouched
+    assert results.read(ws.build / "mutations/results", "kunit")

@@ -1,0 +1,242 @@
+"""b4prep, posting, mail: a tiny kernel-like tree made b4's prep branch,
+posted with the real b4 0.12 (b4 send -o writes, never sends), proven."""
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from yws import b4prep, mail, posting, results
+from yws.ws import StageError, Workspace, git, tree_state
+
+ROOT = Path(__file__).resolve().parents[3]
+ME = "Ann Dev <ann@kernel.org>"
+COVER = """security: Yama LSM: tiny
+# a comment line, dropped
+
+Intro.
+
+[[first change]] does one thing.
+
+@@TESTING@@
+
+@@CHANGES@@
+
+Cc: bpf@vger.kernel.org
+"""
+
+
+def commit(tree, subject, line, body="Signed-off-by: " + ME):
+    p = tree / "security" / "yama" / "y.c"
+    p.write_text(p.read_text() + line + "\n")
+    git(tree, "commit", "-qam", "%s\n\nWhy.\n\n%s" % (subject, body),
+        env={"GIT_AUTHOR_NAME": "Ann Dev", "GIT_AUTHOR_EMAIL": "ann@kernel.org"})
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root, tree = tmp_path / "ws", tmp_path / "linux"
+    (root / "cover-letter").mkdir(parents=True)
+    git(tmp_path, "init", "-q", root)
+    (root / "cover-letter" / "cover.txt").write_text(COVER)
+    (root / "cover-letter" / "change-id").write_text("20261203-yama-lsm-test-0123\n")
+    shutil.copy(ROOT / ".b4-config", root)
+    (tree / "security" / "yama").mkdir(parents=True)
+    (tree / "security" / "yama" / "y.c").write_text("int a;\n")
+    git(tmp_path, "init", "-q", "-b", "base-import", tree)
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "base", env={"GIT_AUTHOR_NAME": "B", "GIT_AUTHOR_EMAIL": "b@x"})
+    git(tree, "tag", "base")
+    w = Workspace(root, tree=tree, series=root / "series", sender=ME)
+    b4prep.start(w, tree)
+    commit(tree, "yama: first change", "int b;")
+    commit(tree, "yama: second change", "int c;")
+    return w
+
+
+def fake_results(ws, stages=("series-check", "kunit", "selftests"), tree=None):
+    tid = tree or tree_state(ws.tree)[0]
+    for s in stages:
+        results.write(ws.results, s, verdict="pass", passed=3, failed=0, skipped=0,
+                      seconds=5, tree=tid, dirty=False, argv=[s], workspace="x",
+                      summary="%s all good" % s, details={})
+    return tid
+
+
+def post(ws, **kw):
+    return posting.stage_posting(ws, argparse.Namespace(rerun=False, verify=False, **kw))
+
+
+def test_start_makes_the_tree_b4s_prep_branch(ws):
+    assert git(ws.tree, "symbolic-ref", "--short", "HEAD") == "b4/yama-lsm"
+    cover = git(ws.tree, "log", "-1", "--format=%B", "base..HEAD~2")
+    assert "Intro." in cover and "a comment line" not in cover
+    assert '"change-id": "20261203-yama-lsm-test-0123"' in cover
+    out = subprocess.run(["b4", "prep", "--show-revision"], cwd=ws.tree,
+                         capture_output=True, text=True)
+    assert out.stderr.strip() == "v1"
+    assert git(ws.tree, "config", "user.email") == "ann@kernel.org"
+    assert git(ws.tree, "config", "sendemail.smtpserver") == "/bin/false"
+    assert not tree_state(ws.tree)[1], ".b4-config must not make the tree dirty"
+
+
+def test_start_keeps_commits_already_on_the_base(ws):
+    git(ws.tree, "checkout", "-q", "-B", "other", "HEAD")
+    tid = git(ws.tree, "rev-parse", "HEAD^{tree}")
+    b4prep.start(ws, ws.tree)
+    assert git(ws.tree, "rev-parse", "HEAD^{tree}") == tid
+    assert len(git(ws.tree, "rev-list", "base..HEAD").split()) == 3
+
+
+def test_posting_stops_naming_stale_stages(ws, capsys):
+    fake_results(ws, ("series-check",))
+    fake_results(ws, ("kunit",), tree="0" * 40)
+    assert post(ws) == 1
+    why = results.read(ws.results, "posting")["summary"]
+    assert "kunit (it tested tree 000000000000)" in why and "selftests (no result)" in why
+    assert "series-check" not in why.split("run make")[1]
+    assert not (ws.out / "posting").exists()
+
+
+def test_posting_refuses_an_uncommitted_edit(ws):
+    fake_results(ws)
+    (ws.tree / "security" / "yama" / "y.c").write_text("edited\n")
+    assert post(ws) == 1
+    assert "uncommitted edits (security/yama/y.c)" in results.read(ws.results, "posting")["summary"]
+
+
+def test_an_edit_makes_the_results_stale(ws):
+    fake_results(ws)
+    commit(ws.tree, "yama: third change", "int d;")
+    assert post(ws) == 1
+    assert "no result of tree" in results.read(ws.results, "posting")["summary"]
+
+
+def test_posting_is_b4_send_and_proven(ws, capsys):
+    tid = fake_results(ws)
+    assert post(ws) == 0
+    v1 = ws.out / "posting" / "v1"
+    assert sorted(p.name for p in v1.glob("*.eml"))[0].startswith("0000-")
+    thread = posting.thread_of(v1 / "thread.mbox")
+    assert [p[0] for p in thread] == [0, 1, 2]
+    cover = mail.text(thread[0][4])
+    assert "every result below is of tree %s" % tid[:12] in cover
+    assert "1/2 does one thing." in cover and "kunit all good" in cover
+    assert "bpf@vger.kernel.org" in thread[0][4]["Cc"]
+    rec = results.read(ws.results, "posting")
+    assert rec["verdict"] == "pass" and rec["tree"] == tid and rec["details"]["sendable"]
+    assert "= tree %s" % tid[:12] in (v1 / "proof.txt").read_text()
+    assert "WARNING" not in capsys.readouterr().out
+
+
+def test_the_proof_fails_when_the_thread_gives_another_tree(ws, tmp_path):
+    tid = fake_results(ws)
+    assert post(ws) == 0
+    thread = ws.out / "posting" / "v1" / "thread.mbox"
+    with pytest.raises(StageError, match="gives tree"):
+        posting.proof(ws, thread, "f" * 40, tmp_path / "w")
+    assert "= tree" in posting.proof(ws, thread, tid, tmp_path / "w")
+
+
+def test_a_placeholder_sender_posts_with_a_warning_last(ws, capsys):
+    ws.sender = "Seed <maintainers@users.noreply.a-seed.example>"
+    b4prep.configure(ws, ws.tree)
+    fake_results(ws)
+    assert post(ws) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("WARNING:") and "NOT sendable" in "\n".join(out[-9:])
+    assert not results.read(ws.results, "posting")["details"]["sendable"]
+
+
+@pytest.mark.parametrize("addr, bad", [
+    ("ann@kernel.org", False), ("x@users.noreply.github.com", True), ("a@b.example", True),
+    ("a@host.invalid", True), ("a@x.test", True), ("a@localhost", True),
+    ("a@example.com", True), ("yama-dev@example.org", True), ("no-reply@kernel.org", True)])
+def test_placeholder_identities(addr, bad):
+    assert bool(mail.placeholder_reasons(addr)) == bad
+
+
+def test_identity_sender_then_git_then_placeholder(ws):
+    assert mail.identity(ws)[:2] == ("Ann Dev", "ann@kernel.org")
+    ws.sender = None
+    assert mail.identity(ws)[2] == "placeholder"
+    git(ws.root, "config", "user.name", "G")
+    git(ws.root, "config", "user.email", "g@kernel.org")
+    assert mail.identity(ws) == ("G", "g@kernel.org", "git")
+    ws.sender = "no angle brackets"
+    with pytest.raises(StageError):
+        mail.identity(ws)
+
+
+def test_lint_names_each_problem(ws):
+    fake_results(ws)
+    commit(ws.tree, "yama: fix it", "int e;",
+           "Fixes: 389da25f93e (\"Yama: add\")\nSigned-off-by: Other <o@kernel.org>")
+    fake_results(ws)
+    assert post(ws) == 1
+    lint = {c["name"]: c for c in results.read(ws.results, "posting")["details"]["lint"]}
+    assert lint["trailers"]["verdict"] == "fail"
+    assert "does not sign off" in lint["trailers"]["detail"]
+    assert "Fixes: 389da25f93e" in lint["trailers"]["detail"]
+    assert lint["format"]["verdict"] == lint["recipients"]["verdict"] == "pass"
+
+
+def test_lint_wants_a_changelog_from_v2_on(ws):
+    fake_results(ws)
+    assert post(ws) == 0
+    thread = posting.thread_of(ws.out / "posting" / "v1" / "thread.mbox")
+    names = {c[0]: c[1] for c in posting.lint(thread, 2)}
+    assert names["changelog"] == "fail" and names["editme"] == "pass"
+
+
+def test_refs_name_one_patch():
+    subjects = ["yama: read ptrace_scope once", "yama: refuse hardlinks", "yama: refuse"]
+    assert posting.resolve_refs("[[hardlinks]] and [[yama: refuse]]", subjects) == "2/3 and 3/3"
+    with pytest.raises(StageError, match="several"):
+        posting.resolve_refs("[[refuse]]", subjects)
+    with pytest.raises(StageError, match="none"):
+        posting.resolve_refs("[[kunit]]", subjects)
+
+
+def test_record_then_v2_with_changelog_and_range_diff(ws):
+    fake_results(ws)
+    assert post(ws) == 0
+    assert posting.stage_record(ws, None) == 0
+    cl = ws.root / "cover-letter"
+    assert (cl / "posted" / "v1.mbox").exists() and (cl / "posted" / "v1.tree").exists()
+    assert (cl / "changes" / "v2.txt").read_text().startswith("- No change since v1")
+    assert b4prep.current_revision(ws, tree_state(ws.tree)[0]) == 1
+    commit(ws.tree, "yama: third change", "int d;")
+    fake_results(ws)
+    assert post(ws) == 1, "a changed series with the 'No change' stub must stop"
+    (cl / "changes" / "v2.txt").write_text("- Added [[third change]].\n")
+    assert post(ws) == 0
+    v2 = ws.out / "posting" / "v2"
+    cover = mail.text(posting.thread_of(v2 / "thread.mbox")[0][4])
+    assert "Changes in v2:\n- Added 3/3." in cover and "Link to v1: https://lore" in cover
+    assert "yama: third change" in (v2 / "range-diff-v1.txt").read_text()
+
+
+def test_trailers_from_replies_with_b4(ws, tmp_path):
+    fake_results(ws)
+    assert post(ws) == 0
+    thread = ws.out / "posting" / "v1" / "thread.mbox"
+    p1 = posting.thread_of(thread)[1][4]
+    reply = ("From mboxrd@z Thu Jan  1 00:00:00 1970\nFrom: Rev Iewer <rev@kernel.org>\n"
+             "Subject: Re: %s\nMessage-ID: <r1@kernel.org>\nIn-Reply-To: %s\nReferences: %s\n"
+             "Date: Sat, 05 Dec 2026 22:00:00 +0000\n\n> quoted\n\nReviewed-by: Rev Iewer "
+             "<rev@kernel.org>\n\n" % (mail.unfold(p1["Subject"]), p1["Message-ID"],
+                                       p1["Message-ID"]))
+    nak = reply.replace("r1@", "r2@").replace("Reviewed-by: Rev Iewer <rev@kernel.org>",
+                                              "NAK, this is wrong.")
+    mbox = tmp_path / "replies.mbox"
+    mbox.write_text(thread.read_text() + reply + nak)
+    args = argparse.Namespace(mbox=str(mbox), force=False)
+    assert mail.stage_trailers(ws, args) == 0
+    msg = git(ws.tree, "log", "-1", "--format=%B", "HEAD~1")
+    assert "Reviewed-by: Rev Iewer <rev@kernel.org>" in msg
+    rec = results.read(ws.results, "trailers")
+    assert rec["details"]["commits_changed"] == 1
+    assert [c[2] for c in rec["details"]["comments"]] == [True]
+    assert "Reviewed-by: Rev Iewer" in (ws.series / "0001-yama-first-change.patch").read_text()
