@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 from . import qemu
-from .ws import Stage, StageError, run
+from .ws import Stage, run
 
 SETTINGS = {"ROUNDS": 151, "N_STAT": 1000, "N_LINK": 300, "N_PTRACE": 500,
             "N_PROF": 10000, "PROF_ROUNDS": 3, "DEPTHS": "1 16 256",
@@ -140,8 +140,9 @@ def main(ws, args):
     with Stage(ws, "bench", "Yama's checks timed in QEMU (kernel figures, never judged)") as st:
         out, cfg, src = ws.dir("bench"), ws.root / "selftests/config", ws.root / "selftests/bench"
         kdir = out / "kernel"
-        qemu.merge_config(ws, ws.tree, kdir, [cfg / "qemu-x86_64.config", src / "bench.config"])
-        qemu.kmake(ws, ws.tree, kdir, "bzImage", log=kdir / "build.log", label="bench kernel")
+        with qemu.locked(kdir):
+            qemu.merge_config(ws, ws.tree, kdir, [cfg / "qemu-x86_64.config", src / "bench.config"])
+            qemu.kmake(ws, ws.tree, kdir, "bzImage", log=kdir / "build.log", label="bench kernel")
         run(["gcc", "-static", "-O2", "-Wall", "-o", out / "yama_bench", src / "yama_bench.c"],
             label="yama_bench")
         conf = out / "bench.conf"

@@ -1,28 +1,19 @@
 """series-check: the per-patch gates.
 
-Every commit of the series in the tree (base..HEAD, without b4's cover
-commit) is judged on its own: checkpatch --strict, a W=1 build of vmlinux
-with no warning the base or an earlier patch did not have, sparse on the
-files it touches with no finding the file did not have before, kernel-doc
-of the touched files against their previous version. The tip is also
-built in a config matrix (yama=n, sysctl=n, kunit-test=y) and its rst
-must parse. It judges commits, so a tree with uncommitted edits is refused.
-
-Builds run in build/gates/linux (a --shared clone of the tree, the only
-checkout the gates switch) into build/gates/o-* (O=, as build/kernel is
-to build/linux, so ccache gives the test kernel the tip's objects). The
-tip is built first and the earlier states back to patch 1: patch 1
-changes include/linux/security.h, which nearly every object reads, so
-building forward would cost two near-full builds. The base is never built
-whole: only the objects that warn in some build of the series are
-compiled there, to tell a new warning from one the base has.
-
-cache/ keeps each build/sparse/checkpatch result under a hash of all its
-inputs (tree ids, config text, this module and its wrappers, the tool
-versions): a warm run with nothing changed builds nothing instead of the
-near-full rebuild that switching back to the tip costs.
+Each commit of the series (base..HEAD without b4's cover commit) on its
+own: checkpatch --strict, a W=1 build of vmlinux with no warning that the
+base or an earlier patch did not have, sparse on the touched files with no
+new finding, kernel-doc of the touched files against their previous
+version; the tip also in a config matrix, and its rst must parse. Builds
+run in build/gates/linux (a --shared clone: the only checkout switched)
+into build/gates/o-*, the tip first and then back to patch 1 (patch 1
+changes security.h, read by nearly every object: forward would cost two
+near-full builds). The base is never built whole: only objects that warn
+in the series are compiled there. cache/ keeps each result under a hash of
+all its inputs: a warm run builds nothing instead of a near-full rebuild.
 """
 import collections
+import functools
 import hashlib
 import io
 import json
@@ -106,12 +97,6 @@ def diag_lines(text):
     return [ln for ln in lines if DIAG.search(ln) and not ln.lstrip().startswith("|")]
 
 
-def make_diags(output):
-    """make's own diagnostics (ld, objtool); W=1's kernel-doc lines are the
-    kernel-doc gate's."""
-    return [ln for ln in diag_lines(output) if not KDOC_LINE.match(ln)]
-
-
 def first_errors(text, n=8):
     lines = [ln for ln in text.splitlines()
              if re.search(r"error|Error|undefined reference|\*\*\*", ln)]
@@ -119,8 +104,7 @@ def first_errors(text, n=8):
 
 
 def config_value(config, sym):
-    m = re.search(r"^%s=(.*)$" % re.escape(sym), config, re.M)
-    return m.group(1) if m else None
+    return dict(re.findall(r"^(CONFIG_\w+)=(.*)$", config, re.M)).get(sym)
 
 
 def checkpatch_verdict(rc, output):
@@ -136,7 +120,7 @@ def checkpatch_verdict(rc, output):
     detail = detail[:10] + [ln for ln in lines if ln.startswith("total:")]
     if rc and not detail:
         detail = ["checkpatch exit %d" % rc] + lines[-5:]
-    return {"ok": not any(d[:1] in "EWC" for d in detail), "detail": detail}
+    return {"ok": rc == 0, "detail": detail}
 
 
 def state_warnings(odir, output, objs):
@@ -149,9 +133,8 @@ def state_warnings(odir, output, objs):
         if wf.exists():
             for ln in diag_lines(wf.read_text(errors="replace")):
                 found[norm(ln)].add(os.path.relpath(obj, odir))
-    for ln in make_diags(output):
-        w = norm(ln)
-        if w not in found:
+    for w in (norm(ln) for ln in diag_lines(output) if not KDOC_LINE.match(ln)):
+        if w not in found:    # make's own (ld, objtool); kernel-doc lines are not its
             named = Path(odir) / w.split(":", 1)[0]
             found[w].add(str(named.relative_to(odir)) if named in objs else "(make)")
     return {w: sorted(v) for w, v in found.items()}
@@ -234,6 +217,15 @@ def rst_check(texts):
     return {"ok": not problems, "detail": problems[:10]}
 
 
+@functools.cache
+def tool_versions():
+    try:
+        return [subprocess.run([t, "--version"], capture_output=True,
+                               text=True).stdout.split("\n", 1)[0] for t in TOOLS]
+    except OSError as e:
+        raise StageError("%s (make deps installs it)" % e)
+
+
 class Gates:
     """One run of the gates: the clone, the O= folders and the cache."""
 
@@ -245,15 +237,8 @@ class Gates:
         self.cache.mkdir(exist_ok=True)
         self.head = None
         self.jobs = "-j%d" % (os.cpu_count() or 2)
-        versions = []
-        for t in TOOLS:
-            try:
-                versions.append(subprocess.run([t, "--version"], capture_output=True,
-                                               text=True).stdout.split("\n", 1)[0])
-            except OSError:
-                raise StageError("%s not found (make deps installs it)" % t)
         self.key0 = sha(*(p.read_bytes() for p in (Path(__file__), CCWRAP, SPARSEWRAP)),
-                        W.KBUILD_FLAGS, *versions)
+                        W.KBUILD_FLAGS, *tool_versions())
 
     # -- the cache: a result by a hash of all its inputs
     def cached(self, parts, fn):
@@ -277,12 +262,10 @@ class Gates:
             raise StageError("%s was built in place; remove it" % self.src)
 
     def checkout(self, commit):
-        if self.head == commit:
-            return
         old = git(self.src, "rev-parse", "-q", "--verify", "HEAD", check=False)
         git(self.src, "checkout", "-q", "-f", "--detach", commit)
         self.head = commit
-        if old:
+        if old and old != commit:
             self.forget_deleted_headers(old, commit)
 
     def forget_deleted_headers(self, old, new):
@@ -307,8 +290,7 @@ class Gates:
         return r.stdout if r.returncode == 0 else None
 
     def kernel_reads(self, files):
-        """Whether a kernel build may read one of files: anything outside
-        NOT_KERNEL, a Kconfig file, or a file a .cmd of o-main names."""
+        """Whether a kernel build may read one of files (a .cmd names it)."""
         odir = self.g / "o-main"
         return any(not f.startswith(NOT_KERNEL) or Path(f).name.startswith("Kconfig") or
                    not (odir / "vmlinux").exists() or
@@ -412,9 +394,9 @@ class Gates:
             per.setdefault(w.split(":", 1)[0], []).append(w)
         return {"ok": True, "files": per}
 
-    def build(self, st, cfg, frag, prev=None, targets=None):
-        """Build state st in config cfg (vmlinux, or only targets); with
-        prev, also sparse on what st changed against prev."""
+    def build(self, st, cfg, frag, prev=None, targets=None, share=False):
+        """Build st in config cfg (vmlinux, targets, or with share nothing: an
+        equal state's build is its); with prev, sparse on what st changed."""
         odir = self.g / ODIRS.get(cfg, "o-main")
 
         def go():
@@ -424,21 +406,21 @@ class Gates:
             if sym and config_value(config, sym) != want:
                 return {"ok": False, "detail": ["%s is %s in .config, wanted %s" % (
                     sym, config_value(config, sym), want or "unset")]}
-            rc, out = self.make(odir, *(targets or ["vmlinux"]))
-            if rc:      # a failed build is not kept: its cause may be outside the inputs
-                return {"ok": False, "detail": first_errors(out), "transient": True}
-            objs = {odir / t for t in targets} if targets else self.members(odir)
-            res = {"ok": True, "warnings": state_warnings(odir, out, objs)}
+            res = {"ok": True}
+            if not share:
+                rc, out = self.make(odir, *(targets or ["vmlinux"]))
+                if rc:      # a failed build is not kept: its cause may be outside the inputs
+                    return {"ok": False, "detail": first_errors(out), "transient": True}
+                objs = {odir / t for t in targets} if targets else self.members(odir)
+                res["warnings"] = state_warnings(odir, out, objs)
             if prev is not None:
                 res["sparse"] = self.sparse(odir, self.sparse_targets(self.changed(prev, st), odir))
-                if res["sparse"].pop("transient", False):
-                    res["transient"] = True
+                res["transient"] = res["sparse"].pop("transient", False)
             return res
-        return self.cached(["build", cfg, frag, st["tree"], prev and prev["tree"], targets], go)
+        return self.cached(["build", cfg, frag, st["tree"], prev and prev["tree"], targets, share], go)
 
     def base_run(self, base, frag, objs, sparse_files):
-        """The base's warnings of objs only (make -k of them; one the base
-        does not build counts as new) and the sparse baseline."""
+        """The base's warnings of objs only (one it does not build: new), and sparse."""
         odir = self.g / "o-main"
 
         def go():
@@ -474,8 +456,7 @@ class Gates:
         return self.cached(["checkpatch", patch, scripts, Path(DICT).read_bytes()], go)
 
     def kdoc(self, prev, st):
-        """kernel-doc -none of the touched .c/.h files: the warnings st has
-        that prev had not."""
+        """kernel-doc -none of the touched .c/.h files: st's warnings prev had not."""
         files = [f for f in self.changed(prev, st) if f.endswith((".c", ".h"))]
 
         def warnings(state):
@@ -518,7 +499,8 @@ class Gates:
                 print("  build of patch %d/%d: no kernel build reads what differs from "
                       "patch %d: its build" % (st["n"], n, later["n"]), flush=True)
                 b = built[later["n"]]
-                built[st["n"]] = dict(b, sparse={"ok": True, "files": {}}) if b["ok"] else b
+                built[st["n"]] = dict(b, sparse=self.build(st, "main", frag, prev, share=True)[
+                    "sparse"]) if b["ok"] else b
                 continue
             print("  build of patch %d/%d" % (st["n"], n), flush=True)
             built[st["n"]] = self.build(st, "main", frag, prev=prev)
@@ -534,7 +516,7 @@ class Gates:
                     continue
             print("  tip: build %s%s" % (cfg, " of " + " ".join(targets) if targets else ""),
                   flush=True)
-            matrix[cfg] = self.build(tip, cfg, frag + MATRIX[cfg], targets=targets)
+            matrix[cfg] = self.build(tip, cfg, frag, targets=targets)
         warned, whole = set(), False
         for b in list(built.values()) + list(matrix.values()):
             for w, objs in b.get("warnings", {}).items():
@@ -565,13 +547,11 @@ class Gates:
 def table(cells):
     gates = PATCH_GATES + [g for g in MATRIX_GATES + ["rst"] if g in cells.get("tip", {})]
     lines = ["%-12s %s" % ("", " ".join("%-12s" % g for g in gates))]
-    for row, cs in cells.items():
-        lines.append("%-12s %s" % (row, " ".join(
-            "%-12s" % cs.get(g, {"status": ""})["status"] for g in gates)))
-    for row, cs in cells.items():
-        for g, c in cs.items():
-            if c["status"] == "FAIL":
-                lines += ["  %s / %s:" % (row, g)] + ["    " + d for d in c["detail"][:8]]
+    lines += ["%-12s %s" % (r, " ".join("%-12s" % cs.get(g, {"status": ""})["status"]
+                                        for g in gates)) for r, cs in cells.items()]
+    for r, g, c in ((r, g, c) for r, cs in cells.items() for g, c in cs.items()):
+        if c["status"] == "FAIL":
+            lines += ["  %s / %s:" % (r, g)] + ["    " + d for d in c["detail"][:8]]
     return "\n".join(lines)
 
 

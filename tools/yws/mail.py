@@ -187,7 +187,7 @@ def stage_review(ws, args):
         rws.build.mkdir(parents=True, exist_ok=True)
         norm = rws.build / "thread.mbox"
         write_mbox([p[4] for p in pats], norm)
-        T.base_tree(rws, rws.tree)
+        T.base_tree(ws, rws.tree)
         git(rws.tree, "checkout", "-q", "-B", "review")
         git_am(rws.tree, b4_am(norm, rws.build / "am", rws.build))
         tid = git(rws.tree, "rev-parse", "HEAD^{tree}")

@@ -179,14 +179,17 @@ def b4(tree, *args, env=None, label=None):
 def put_cover(ws, rev, cover, work):
     """The cover into b4's cover commit: b4 prep --force-revision, --edit-cover
     (the editor copies the composed text), --auto-to-cc (get_maintainer.pl)."""
-    tree = ws.tree
-    if b4(tree, "prep", "--show-revision").split()[-1:] != ["v%d" % rev]:
+    tree, cc = ws.tree, T.cover_commit(ws.tree)
+    if not cc:
+        raise StageError("%s has no b4 cover commit (make tree makes it)" % tree)
+    if '"revision": %d,' % rev not in git(tree, "log", "-1", "--format=%B", cc):
         b4(tree, "prep", "--force-revision", str(rev))
     (work / "cover.txt").write_text(cover)
     b4(tree, "prep", "--edit-cover", env={
         "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.editor",
         "GIT_CONFIG_VALUE_0": "cp %s" % (work / "cover.txt")})
-    b4(tree, "prep", "--auto-to-cc")
+    if (tree / "scripts" / "get_maintainer.pl").exists():  # else b4 adds nothing
+        b4(tree, "prep", "--auto-to-cc")
 
 
 def send(ws, outdir):
@@ -355,7 +358,7 @@ def stage_posting(ws, args):
             files = git(ws.tree, "status", "--porcelain").splitlines()
             raise StageError("the tree has uncommitted edits (%s): b4 posts commits; commit "
                              "them (git commit --fixup / rebase -i) first" % ", ".join(
-                                 ln[3:] for ln in files[:4]))
+                                 ln.split(None, 1)[-1] for ln in files[:4]))
         work = ws.dir("posting")
         rev = b4prep.current_revision(ws, st.tree_id)
         outdir = ws.out / "posting" / ("v%d" % rev)

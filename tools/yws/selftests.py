@@ -7,6 +7,7 @@ kernel's run_kselftest.sh from selftests/init, one boot per scenario of
 selftests/scenarios ("name|kernel command line|checks"). The KTAP of the
 result channel becomes counts, a skip a skip with its reason.
 """
+import contextlib
 import fnmatch
 import os
 import re
@@ -83,7 +84,7 @@ def judge(name, boot, checks, programs):
         problems.append("%d of %d programs reported, %d expected"
                         % (len(progs), plan, programs))
     problems += [l for l in boot.ktap.splitlines() if l.startswith("Bail out!")]
-    if False:
+    if END not in boot.ktap:
         problems.append("the run did not reach its end")
     for p in progs:
         mine = [c["result"] for c in cases if c["program"] == p["name"]]
@@ -178,6 +179,7 @@ def boots(kernel, initrd, rows, outdir, programs, *, timeout=900, smp=1):
         b = qemu.boot(kernel, initrd, cmdline, Path(outdir) / name,
                       timeout=timeout, smp=smp, label="boot " + name)
         r = judge(name, b, checks, len(m.group(1).split(",")) if m else programs)
+        r["cmdline"] = cmdline
         print("  boot %s: %d passed, %d failed, %d skipped in %ds%s" % (
             name, r["pass"], r["fail"], r["skip"], b.seconds,
             "".join("\n    FAIL " + p for p in r["problems"])), flush=True)
@@ -202,10 +204,10 @@ def publish(st, results):
         st.skipped += r["skip"]
         st.failed += r["fail"] + len(r["problems"])
         st.details["scenarios"][name] = {k: r[k] for k in
-                                         ("pass", "fail", "skip", "seconds", "counts")}
+                                         ("pass", "fail", "skip", "seconds", "counts", "cmdline") if k in r}
         for c in r["cases"]:
             if c["result"] != "pass":
-                st.details[c["result"] == "fail" and "failed_cases" or "skipped_cases"].append(
+                st.details["failed_cases" if c["result"] == "fail" else "skipped_cases"].append(
                     {"name": "%s/%s/%s" % (name, c["program"], c["name"]),
                      "reason": c["reason"] or c["result"]})
         st.details["failed_cases"] += [{"name": name, "reason": p}
@@ -214,10 +216,11 @@ def publish(st, results):
                            for n, r in results.items()) + " (pass/fail/skip)"
 
 
-def run_selftests(ws, args, name="selftests", rows=None, timeout=900):
+def run_selftests(ws, args, name="selftests", rows=None, timeout=900,
+                  what="Yama kselftests in QEMU, one boot per scenario"):
     out = ws.dir(name)
     rows = rows or scenarios(ws.root / "selftests/scenarios", args.scenarios)
-    with Stage(ws, name, "Yama kselftests in QEMU, one boot per scenario") as st:
+    with Stage(ws, name, what) as st:
         if not (ws.tree / "tools/testing/selftests/yama/Makefile").exists():
             raise StageError("no tools/testing/selftests/yama in %s" % ws.tree)
         kdir = qemu.kernel_dir(ws)
@@ -240,11 +243,10 @@ def run_vfs_diff(ws, args):
         checks = ""     # one case exercises one group only
     print("  seed %d, %d cases; again: make vfs-diff VFSDIFF_SEED=%d VFSDIFF_CASES=%d"
           " (one case: VFSDIFF_CASE=N)" % (seed, cases, seed, cases))
-    if args.inject:
-        with mutations.applied(ws.tree, Path(args.inject).resolve()):
-            rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks)], secs + 60)
-    else:
-        rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks)], secs + 60)
+    with (mutations.applied(ws.tree, Path(args.inject).resolve()) if args.inject
+          else contextlib.nullcontext()):
+        rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks)], secs + 60,
+                           "the differential test, seed %d (selftests/vfs-diff)" % seed)
     log = ws.build / "vfs-diff" / name / "ktap.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     for line in [l for l in lines if l.startswith("# # DISAGREE")][:20] + \
@@ -267,5 +269,5 @@ COMMANDS = {
                                            help="scenarios to boot (default: all)"),
                   run_selftests),
     "vfs-diff": ("the differential test of Yama's link rules against the VFS's",
-                 vfs_diff_args, lambda ws, args: run_vfs_diff(ws, args)),
+                 vfs_diff_args, run_vfs_diff),
 }

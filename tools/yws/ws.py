@@ -129,7 +129,7 @@ def run(cmd, *, cwd=None, env=None, log=None, label=None, timeout=None,
 def git(repo, *args, check=True, env=None, input=None):
     """git in REPO with the workspace's fixed committer; stdout, stripped."""
     res = subprocess.run(["git", "-C", str(repo), *map(str, args)],
-                         env=dict(os.environ, **COMMITTER, **(env or {})),
+                         env={**os.environ, **COMMITTER, **(env or {})},
                          capture_output=True, text=True, input=input)
     if check and res.returncode:
         raise StageError("git %s in %s: %s" % (

@@ -1,5 +1,7 @@
 """check-debug: the proc_dointvec_minmax model behind the bad-input corpus,
 the corpus header, and what counts as finding a planted bug."""
+import json
+
 import pytest
 
 from yws import debug, mutations, splats
@@ -94,3 +96,24 @@ def test_kernel_reports_among_problems_are_named_console():
                                    {"name": "debug", "reason": "the run did not reach its end"}]}
     debug.name_reports(st, console)
     assert [f["name"] for f in st.details["failed_cases"]] == ["console", "debug"]
+
+
+def test_kunit_at_boot_counts_failures_and_an_empty_run(tmp_path, monkeypatch):
+    st = type("St", (), {"passed": 0, "failed": 0})()
+    st.details = {"failed_cases": []}
+    console = tmp_path / "console.log"
+    console.write_text("boot\n")
+    tree = {"name": "", "sub_groups": [{"name": "yama_ptrace", "test_cases": [
+        {"name": "test_a", "status": "PASS"}, {"name": "test_b", "status": "FAILURE"}]}]}
+
+    def fake_parse(cmd, **kw):                        # kunit.py parse --json=FILE
+        js = next(c for c in cmd if str(c).startswith("--json="))[7:]
+        open(js, "w").write(json.dumps(tree))
+    ws = type("Ws", (), {"tree": tmp_path})()
+    monkeypatch.setattr(debug, "run", fake_parse)
+    debug.kunit_at_boot(ws, st, console, tmp_path)
+    assert (st.passed, st.failed) == (1, 1)
+    assert st.details["failed_cases"] == [{"name": "kunit/yama_ptrace.test_b", "reason": "FAILURE"}]
+    tree = {"name": ""}
+    debug.kunit_at_boot(ws, st, console, tmp_path)
+    assert st.details["failed_cases"][-1]["name"] == "kunit"      # nothing ran: a failure

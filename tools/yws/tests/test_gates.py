@@ -2,7 +2,6 @@
 kernel-doc output: no kernel is built."""
 import argparse
 import json
-import subprocess
 
 import pytest
 
@@ -211,7 +210,3 @@ def test_a_tree_with_uncommitted_edits_is_refused(ws, repo):
     assert res["verdict"] == "fail" and "uncommitted edits" in res["summary"]
     assert not (ws.build / "gates" / "linux").exists()
 
-
-def test_checkpatch_is_the_fake_here(g):
-    assert subprocess.run(["perl", "-c", g.ws.tree / "scripts/checkpatch.pl"],
-                          capture_output=True).returncode == 0

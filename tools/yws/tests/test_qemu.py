@@ -1,8 +1,6 @@
 """The test kernel's mechanics with fakes: fragments, merge_config's check,
 kmake's flags, the initramfs listing, a boot's two channels, splats."""
 import os
-import stat
-import subprocess
 
 import pytest
 
