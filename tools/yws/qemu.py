@@ -164,7 +164,8 @@ def boot(kernel, initrd, cmdline, outdir, *, timeout=900, smp=1, label="qemu"):
     cmdline = "console=ttyS0 panic=-1 rdinit=/init " + cmdline
     (outdir / "cmdline").write_text(cmdline + "\n")
     cmd = ["qemu-system-x86_64", "-nodefaults", "-no-reboot", "-machine", "pc",
-           "-accel", "tcg", *(["-bios", QBOOT] if QBOOT.exists() else []),
+           "-accel", "kvm" if os.environ.get("KVM") == "1" else "tcg",
+           *(["-bios", QBOOT] if QBOOT.exists() else []),
            "-m", "512M", "-smp", smp, "-display", "none", "-monitor", "none",
            "-kernel", kernel, "-initrd", initrd, "-append", cmdline.strip(),
            "-serial", "file:%s" % con, "-serial", "file:%s" % res]

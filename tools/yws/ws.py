@@ -1,6 +1,7 @@
 """The workspace: its paths, running commands, the tree id, stages."""
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -140,13 +141,11 @@ def git(repo, *args, check=True, env=None, input=None):
 def tree_state(tree):
     """(git tree id of TREE's working tree, edits included; dirty flag)."""
     tree = Path(tree)
-    with tempfile.NamedTemporaryFile(dir=tree / ".git",
-                                     prefix="yws-index.") as idx:
-        env = {"GIT_INDEX_FILE": idx.name}
+    with tempfile.TemporaryDirectory(dir=tree / ".git", prefix="yws-") as d:
+        env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
         real = tree / ".git" / "index"
         if real.exists():
-            idx.write(real.read_bytes())
-            idx.flush()
+            shutil.copy(real, env["GIT_INDEX_FILE"])
         git(tree, "add", "-A", env=env)
         tid = git(tree, "write-tree", env=env)
     head = git(tree, "rev-parse", "-q", "--verify", "HEAD^{tree}",
