@@ -19,7 +19,7 @@ CHECK = [("test-tools", []), ("tree", []), ("round-trip", []),
          ("series-check", []), ("kunit", []), ("selftests", []),
          ("posting", ["--verify"])]
 ALL = [("tree", []), ("series-check", []), ("kunit", []),
-       ("selftests", ["--scenario", "default"]), ("posting", [])]
+       ("selftests", ["default"]), ("posting", [])]
 NEEDS_NO_TREE = {"test-tools", "tree"}
 
 

@@ -136,3 +136,30 @@ def test_stage_verdict(ws, monkeypatch, names, rc, counts):
     assert [c["name"] for c in r["details"]["failed_cases"]] == ["b-ignored"] * counts[1]
     assert results.read(ws.results, "kunit") is None     # main results untouched
     assert results.read(ws.build / "mutations/results", "kunit")
+
+
+FAKE_KUNIT_PY = """import json, sys
+js = [a[7:] for a in sys.argv if a.startswith("--json=")][0]
+bad = "allow = 1" in open("rules.c").read()
+case = {"name": "case_a", "status": "FAILURE" if bad else "PASS"}
+json.dump({"name": "", "sub_groups": [{"name": "suite", "test_cases": [case]}]}, open(js, "w"))
+sys.exit(int(bad))
+"""
+
+
+def test_end_to_end_through_python_m_yws(ws):
+    """The real subprocess: python3 -m yws --build build/mutations kunit,
+    with a fake kunit.py in the tree that fails on the mutated rule."""
+    (ws.root / "tools").mkdir()
+    (ws.root / "tools/yws").symlink_to(os.path.dirname(mutations.__file__))
+    kpy = ws.tree / "tools/testing/kunit/kunit.py"
+    kpy.parent.mkdir(parents=True)
+    kpy.write_text(FAKE_KUNIT_PY)
+    (ws.tree / "security/yama").mkdir(parents=True)
+    (ws.tree / "security/yama/.kunitconfig").write_text("CONFIG_KUNIT=y\n")
+    assert mutations.main(ws, type("A", (), {"names": []})) == 0
+    r = results.read(ws.results, "mutations")
+    assert r["details"]["mutations"][0]["result"] == "caught", r
+    sub = results.read(ws.build / "mutations/results", "kunit")
+    assert sub["details"]["failed_cases"] == [{"name": "suite.case_a", "reason": "FAILURE"}]
+    assert results.read(ws.results, "kunit") is None and text(ws) == ORIG
