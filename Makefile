@@ -1,99 +1,95 @@
-# The Yama submission workspace. Every target is a thin call into the script
-# of the same name in tools/; the scripts hold the work, this file only the
-# order of the stages. `make help` lists the targets.
+# The Yama submission workspace. Every target is one call of the
+# workspace's program, tools/yws (python3 -m yws STAGE): the program holds
+# the work and the order of the stages, this file only the names.
+# `make help` lists the targets; `python3 -m yws STAGE --help` their flags.
 
-BASE ?= linux-6.12
-# SENDER="Name <address>" overrides git config user.name/user.email
-# (tools/identity decides; unset here on purpose).
-export BASE SENDER
+PYTHON := /usr/bin/python3
+YWS = PYTHONPATH=tools $(PYTHON) -m yws $(if $(SENDER),--sender "$(SENDER)")
 
-TOOLS := tools
+.PHONY: all help deps tree export round-trip series-check kunit selftests \
+	vfs-diff mutations bench posting range-diff record-posting review \
+	trailers check check-debug test-tools clean
 
-.PHONY: all help deps tree export round-trip series-check kunit selftests vfs-diff mutations bench \
-	posting range-diff record-posting review trailers check check-debug test-tools clean
-
-## all: the posting, checked: gates, KUnit and the default kselftest boot run first, so its Testing section reports real results
-all: series-check
-	@$(TOOLS)/kunit
-	@SCENARIOS=default $(TOOLS)/selftests
-	@$(TOOLS)/posting
+## all: the posting, checked: tree, gates, KUnit and the default kselftest boot first, so its Testing section reports this tree
+all: deps
+	@$(YWS) all
 
 ## help: list the targets
 help:
 	@awk -F": " '/^## /{sub(/^## /,""); printf "  %-15s %s\n", $$1, substr($$0, length($$1) + 3)}' Makefile
 
-## deps: install the Debian packages the workspace needs (only the missing ones)
+## deps: install the missing Debian packages (apt-get) and fetch the base tarball (apt-get source)
 deps:
-	@QUIET=1 $(TOOLS)/deps
+	@$(YWS) deps
 
-## tree: build/linux: extract the base (fixed base commit) and git am series/ when missing or when series/ changed (REAPPLY=1, FORCE=1)
+## tree: build/linux, the b4 prep branch: base, cover commit, series/ (FORCE=1 takes series/ over unexported work)
 tree: deps
-	@$(TOOLS)/tree
+	@$(YWS) tree $(if $(FORCE),--force)
 
-## export: write the tree's commits since the base back into series/
+## export: write the tree's commits into series/
 export:
-	@$(TOOLS)/export
+	@$(YWS) export
 
-## round-trip: series/ is byte for byte what make export writes from the commit it was synchronised with
+## round-trip: series/ is byte for byte what make export writes
 round-trip: tree
-	@$(TOOLS)/round-trip
+	@$(YWS) round-trip
 
-## series-check: per patch checkpatch, W=1+sparse build, kernel-doc; tip config matrix
+## series-check: per patch checkpatch --strict, W=1 + sparse build, kernel-doc; tip config matrix
 series-check: tree
-	@$(TOOLS)/series-check
+	@$(YWS) series-check
 
-## kunit: Yama's suites in the test kernel (tools/test-kernel, shared with selftests), booted by kunit.py exec --arch=x86_64 (QEMU)
+## kunit: kunit.py run --arch=x86_64 --kunitconfig=security/yama in the tree
 kunit: tree
-	@$(TOOLS)/kunit
+	@$(YWS) kunit
 
-## selftests: boot the series in QEMU per scenario and run the Yama kselftests
+## selftests: the yama kselftests installed and run by run_kselftest.sh, one QEMU boot per scenario (SCENARIO=name)
 selftests: tree
-	@$(TOOLS)/selftests
+	@$(YWS) selftests $(SCENARIO)
 
-## vfs-diff: Yama's link rules against the VFS's, random seed (VFSDIFF_SEED, VFSDIFF_CASES, VFSDIFF_INJECT)
+## vfs-diff: Yama's link rules against the VFS's on random cases (VFSDIFF_SEED=, VFSDIFF_CASES=; VFSDIFF_CASE= replays one)
 vfs-diff: tree
-	@$(TOOLS)/vfs-diff
+	@$(YWS) vfs-diff $(if $(VFSDIFF_SEED),--seed $(VFSDIFF_SEED)) $(if $(VFSDIFF_CASES),--cases $(VFSDIFF_CASES)) $(if $(VFSDIFF_CASE),--case $(VFSDIFF_CASE))
 
-## mutations: break one rule at a time (kunit/mutations, selftests/mutations, selftests/vfs-diff/inject): the stage must fail
+## mutations: break one rule at a time (kunit/mutations, selftests/mutations): the stage must fail (MUTATIONS="a b")
 mutations: tree
-	@$(TOOLS)/mutations
+	@$(YWS) mutations $(MUTATIONS)
 
-## bench: benchmarks of Yama's checks (in QEMU) and of the workspace loop
+## bench: the cost of Yama's checks, measured in QEMU (ratios against Yama off)
 bench: tree
-	@$(TOOLS)/bench
+	@$(YWS) bench
 
-## posting: cover letter + b4 -> out/posting/vN/*.eml and thread.mbox, proven
-posting: series-check
-	@$(TOOLS)/posting
+## posting: b4 send -o from the tree into out/posting/vN/, proven, with a Testing section from this tree's results (RERUN=1 runs stale stages first)
+posting: tree
+	@$(YWS) posting $(if $(RERUN),--rerun)
 
-## range-diff: b4 diff -m of the last posted revision against the posting (or series/)
+## range-diff: b4 diff of the last posted revision against this posting
 range-diff: tree
-	@$(TOOLS)/range-diff
+	@$(YWS) range-diff
 
 ## record-posting: record out/posting/vN as posted (cover-letter/posted/) and start vN+1
 record-posting:
-	@$(TOOLS)/posting --record
+	@$(YWS) record-posting
 
-## review: a maintainer's view of MBOX=FILE: b4 am, git am on a fresh base (build/review), gates, KUnit, kselftests, range-diff
+## review: a maintainer's view of MBOX=FILE: b4 am onto a fresh base, then the gates, KUnit, kselftests, range-diff
 review: deps
-	@$(TOOLS)/review "$(MBOX)"
+	@$(YWS) review "$(MBOX)"
 
-## trailers: Reviewed-by/Acked-by/... from the replies in MBOX=FILE onto the tree's commits, exported to series/
-trailers: tree
-	@$(TOOLS)/trailers "$(MBOX)"
+## trailers: b4 trailers -u from the replies in MBOX=FILE onto the tree's commits, then export
+trailers:
+	@$(YWS) trailers "$(MBOX)"
 
-## check: all tests (tools, tree, gates, KUnit, kselftests, posting proof)
+## check: all tests: tools, tree, round-trip, gates, KUnit, kselftests, posting proof; summary and "N passed, N failed"
 check: deps
-	@$(TOOLS)/check
+	@$(YWS) check
 
-## check-debug: KUnit and kselftests on a debug kernel (KASAN, lockdep, ...), stress, bad input, the gates with SYSCTL=n built whole
+## check-debug: the series on a debug kernel (KASAN, lockdep, ...): stress, bad input, kselftests, KUnit at boot
 check-debug: tree
-	@$(TOOLS)/check-debug
+	@$(YWS) check-debug
 
-## test-tools: the tests of the workspace's own scripts
-test-tools: deps
-	@$(TOOLS)/test-tools
+## test-tools: the tests of the workspace itself (tools/yws/tests)
+test-tools:
+	@$(YWS) test-tools
 
-## clean: remove build/ and out/, kernel tree included (export first)
+## clean: remove build/ and out/ (refused while the tree has work not in series/; FORCE=1)
 clean:
-	@$(TOOLS)/clean
+	@$(YWS) clean $(if $(FORCE),--force)

@@ -7,7 +7,12 @@ from .ws import StageError, Workspace
 
 MODULES = ["tree", "gates", "kunit", "selftests", "debug", "mutations",
            "bench", "posting", "mail", "check"]
-GLOBAL = ["--build", "--out", "--tree", "--series", "--base", "--sender"]
+GLOBAL = {"--build": "build folder (default: build/)",
+          "--out": "what a user takes away (default: out/)",
+          "--tree": "the kernel tree (default: BUILD/linux)",
+          "--series": "the series' patches and order (default: series/)",
+          "--base": "tools/bases/BASE.toml (default: linux-6.12)",
+          "--sender": '"Name <address>" of the posting (default: git config)'}
 
 
 def commands():
@@ -34,8 +39,8 @@ def stage_argv(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python3 -m yws", description=__doc__)
-    for flag in GLOBAL:
-        ap.add_argument(flag, default=None)
+    for flag, help_line in GLOBAL.items():
+        ap.add_argument(flag, default=None, help=help_line)
     sub = ap.add_subparsers(dest="stage", required=True, metavar="STAGE")
     cmds = commands()
     for name, (help_line, add_args, _) in cmds.items():

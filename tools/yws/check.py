@@ -8,7 +8,6 @@ code and the same arguments, is not run again (--rerun runs it anyway).
 """
 import os
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 

@@ -16,7 +16,7 @@ import random
 import re
 from pathlib import Path
 
-from . import kunit, mutations, qemu, selftests, splats
+from . import check, kunit, mutations, qemu, selftests, splats
 from .ws import PYTHON, Stage, StageError, run
 
 PAGE_SIZE, TMPBUFLEN, INT_MAX, ULLONG_MAX = 4096, 22, 2**31 - 1, 2**64 - 1
@@ -247,6 +247,8 @@ def check_debug(ws, args):
     out = ws.dir("debug")
     with Stage(ws, "check-debug", "debug kernel (KASAN, KFENCE, lockdep, PROVE_RCU, ...): "
                "stress, bad input, kselftests, KUnit") as st:
+        gates = check.run_stage(ws, "series-check", ["--sysctl-whole"], rerun=True)
+        print("== check-debug: back to the debug kernel", flush=True)
         progs, n = programs(ws, out / "stress")
         rows = selftests.scenarios(ws.root / "selftests/stress/scenarios")
         kdir = qemu.kernel_dir(ws, EXTRA)
@@ -255,6 +257,12 @@ def check_debug(ws, args):
             initrd, count = selftests.prepare(ws, ws.tree, kdir, out / "bin", progs)
             res = selftests.boots(kernel, initrd, rows, out, count, timeout=2400, smp=2)
         selftests.publish(st, res)
+        if gates["verdict"] == "pass":
+            st.passed += 1
+        else:
+            st.failed += 1
+            st.details["failed_cases"].append(
+                {"name": "series-check --sysctl-whole", "reason": gates["summary"]})
         console = out / rows[0][0] / "console.log"
         name_reports(st, console.read_text(errors="replace") if console.exists() else "")
         st.summary += "; " + kunit_at_boot(ws, st, console, out)
