@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * yama_badinput: every entry of the generated corpus (corpus.h, made by
- * gen_corpus.py from the tree's sysctl_test.c and a fixed seed) written to
+ * the model in tools/yws/debug.py from the tree's sysctl_test.c and a fixed seed) written to
  * each of Yama's three sysctls, from every start value, plus the partial
  * writes sysctl knows: at a non-zero offset, a second write(2) on the same
  * fd, zero-length writes, writev. Workspace-side, run as root in the test
@@ -11,7 +11,7 @@
  * program checks it is 1 and asserts exactly this):
  *   - invalid input at offset 0: -1/EINVAL, value unchanged (the corpus
  *     says which inputs are invalid; a model of the kernel's parser in
- *     gen_corpus.py decides, e.g. "0x1", "-0", "\xa0" "1" are valid);
+ *     tools/yws/debug.py decides, e.g. "0x1", "-0", "\xa0" "1" are valid);
  *   - valid input at offset 0 (proc_dointvec_minmax parsing, as every
  *     integer sysctl): the first integer is taken, the white space after it
  *     is consumed, and the write returns the bytes used so far; anything
