@@ -4,7 +4,9 @@ Each stage runs as its own `python3 -m yws STAGE` process and is judged
 only by the result it published (build/results/<stage>.json); a stage that
 exits non-zero or publishes nothing has failed, whatever it printed. A
 stage whose last result passed on this very tree, with this workspace's
-code and the same arguments, is not run again (--rerun runs it anyway).
+code and the same arguments, is not run again (--rerun runs it anyway):
+only the stages whose inputs are exactly those (REUSABLE); the posting
+also depends on cover-letter/ and the sender, and is always made again.
 """
 import os
 import subprocess
@@ -16,10 +18,11 @@ from .ws import PYTHON, ROOT, Stage, StageError, run, tree_state, workspace_id
 
 CHECK = [("test-tools", []), ("tree", []), ("round-trip", []),
          ("series-check", []), ("kunit", []), ("selftests", []),
-         ("posting", ["--verify"])]
+         ("posting", [])]
 ALL = [("tree", []), ("series-check", []), ("kunit", []),
        ("selftests", ["default"]), ("posting", [])]
 NEEDS_NO_TREE = {"test-tools", "tree"}
+REUSABLE = {"test-tools", "series-check", "kunit", "selftests"}
 
 
 def _global_flags(ws):
@@ -49,26 +52,28 @@ def spawn(cmd):
         **os.environ, "PYTHONPATH": str(ROOT / "tools")}).returncode
 
 
-def run_stage(ws, stage, argv, rerun=False):
-    """Run one stage in its own process; its published result."""
-    if not rerun and stage not in ("tree",) and reusable(ws, stage, argv):
+def run_stage(ws, stage, argv, rerun=False, result=None):
+    """Run one stage in its own process; its published result (named
+    RESULT when the stage publishes under another name)."""
+    result = result or stage
+    if not rerun and stage in REUSABLE and reusable(ws, stage, argv):
         print("== %s: pass on this tree already (make %s to run it again)"
               % (stage, stage), flush=True)
         return results.read(ws.results, stage)
     start = time.time()
-    results.remove(ws.results, stage)
+    results.remove(ws.results, result)
     rc = spawn([PYTHON, "-m", "yws", *map(str, _global_flags(ws)), stage, *argv])
-    rec = results.read(ws.results, stage)
+    rec = results.read(ws.results, result)
     if rec is None or rec["verdict"] == "pass" and rc != 0:
         why = "exit %d, %s" % (rc, "no result published" if rec is None
                                else "but it published a pass")
         print("== %s: fail (%s)" % (stage, why), flush=True)
-        results.write(ws.results, stage, verdict="fail",
+        results.write(ws.results, result, verdict="fail",
                       passed=rec["passed"] if rec else 0, failed=1, skipped=0,
                       seconds=time.time() - start, tree=None, dirty=False,
                       argv=[stage, *argv], workspace=workspace_id(ws),
                       summary=why, details={})
-        rec = results.read(ws.results, stage)
+        rec = results.read(ws.results, result)
     return rec
 
 
@@ -98,12 +103,12 @@ def summarize(ws, recs, seconds):
                                              "skipped", "seconds", "tree"))
     bad = False
     for r in recs:
-        other = r.get("tree") and tid and r["tree"] != tid
+        other = bool(r.get("tree") and tid and r["tree"] != tid)
         print("%-14s %-8s %8d %8d %8d %8d  %s" % (
             r["stage"], r["verdict"], r["passed"], r["failed"], r["skipped"],
             r["seconds"], ((r.get("tree") or "-")[:12] +
                            (" (another tree)" if other else ""))))
-        bad = bad or r["verdict"] not in ("pass", "skip")
+        bad = bad or r["verdict"] != "pass" or other
     passed = sum(r["passed"] for r in recs)
     failed = sum(r["failed"] for r in recs)
     if bad and not failed:
@@ -114,12 +119,13 @@ def summarize(ws, recs, seconds):
 
 def test_tools(ws, args):
     """pytest on the workspace's own tests; counts from its JUnit XML."""
-    with Stage(ws, "test-tools", "tests of the workspace (tools/yws/tests)",
+    with Stage(ws, "test-tools", "tests of the workspace (%s)" % args.tests,
                tree=None) as st:
-        xml = ws.dir("results") / "test-tools.xml"
+        xml = ws.dir("test-tools") / "junit.xml"
+        xml.unlink(missing_ok=True)
         res = run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                   "--junitxml", xml, ROOT / "tools" / "yws" / "tests",
-                   *args.pytest_args], cwd=ROOT, check=False,
+                   "--junitxml", xml, args.tests, *args.pytest_args],
+                  cwd=ROOT, check=False,
                   env={"PYTHONPATH": ROOT / "tools"}, label="pytest")
         try:
             root = ET.parse(xml).getroot()
@@ -147,12 +153,17 @@ def _rerun(p):
                    help="run every stage, also one that passed on this tree")
 
 
+def _test_args(p):
+    p.add_argument("--tests", default=str(ROOT / "tools" / "yws" / "tests"),
+                   help="the test folder (default: tools/yws/tests)")
+    p.add_argument("pytest_args", nargs="*", help="passed to pytest")
+
+
 COMMANDS = {
     "check": ("all tests in order (test-tools, tree, round-trip, series-check, "
-              "kunit, selftests, posting --verify); summary and count line",
+              "kunit, selftests, posting); summary and count line",
               _rerun, lambda ws, a: pipeline(ws, CHECK, a.rerun)),
     "all": ("the posting, checked: tree, gates, KUnit, the default kselftest "
             "boot, then posting", _rerun, lambda ws, a: pipeline(ws, ALL, a.rerun)),
-    "test-tools": ("pytest on tools/yws/tests",
-                   lambda p: p.add_argument("pytest_args", nargs="*"), test_tools),
+    "test-tools": ("pytest on tools/yws/tests", _test_args, test_tools),
 }

@@ -442,8 +442,7 @@ class Gates:
         return self.cached(["base", frag, base["tree"], sorted(objs), sparse_files], go)
 
     def checkpatch(self, commit):
-        patch = git(self.ws.tree, "format-patch", "-1", "--stdout", "--no-signature",
-                    commit) + "\n"
+        patch = T.format_patch(self.ws.tree, "-1", "--stdout", commit)
         scripts = git(self.ws.tree, "rev-parse", "HEAD:scripts", "HEAD:LICENSES")
 
         def go():
@@ -557,7 +556,9 @@ def table(cells):
 
 def stage(ws, args):
     what = "per patch: checkpatch, W=1 build, sparse, kernel-doc; tip: config matrix, rst"
-    with Stage(ws, "series-check", what) as st:
+    # check-debug's whole SYSCTL=n build publishes a result of its own
+    name = "series-check-sysctl-whole" if args.sysctl_whole else "series-check"
+    with Stage(ws, name, what) as st:
         if st.dirty:
             raise StageError("%s has uncommitted edits: series-check judges commits; "
                              "commit (or stash) them first" % ws.tree)

@@ -11,7 +11,7 @@ import textwrap
 
 from . import b4prep, mail, results, tree as T
 from .b4prep import posted, changelog, read
-from .ws import StageError, Stage, git, run
+from .ws import StageError, Stage, git, run, workspace_id
 
 TESTED = [("series-check", "Series gates (`make series-check`: per patch checkpatch "
            "--strict, W=1 + sparse build, kernel-doc; the tip's config matrix)"),
@@ -38,16 +38,26 @@ def fill(text, indent="  ", first=""):
 
 
 # ------------------------------------------------------------ freshness
+def fresh(ws, stage, tree_id):
+    """STAGE's passing result of TREE_ID with this workspace's test code
+    (the selftests' with the default boot among its scenarios), or None."""
+    rec = results.fresh(ws.results, stage, tree_id, workspace_id(ws))
+    if rec and stage == "selftests" and "default" not in rec["details"].get("scenarios", {}):
+        return None
+    return rec
+
+
 def stale_stages(ws, tree_id):
     """[(stage, why)] of the stages the Testing section needs that have no
     passing result of TREE_ID."""
     out = []
     for s, _ in TESTED:
         rec = results.read(ws.results, s)
-        if results.fresh(ws.results, s, tree_id):
+        if fresh(ws, s, tree_id):
             continue
         out.append((s, "no result" if not rec else "it failed" if rec["verdict"] != "pass"
-                    else "it tested tree %s" % (rec["tree"] or "none")[:12]))
+                    else "it tested tree %s" % (rec["tree"] or "none")[:12]
+                    if rec["tree"] != tree_id else "older test code or no default boot"))
     return out
 
 
@@ -67,8 +77,7 @@ def fresh_results(ws, tree_id, rerun):
                          "RERUN=1 to run them first)" % (
                              tree_id[:12], ", ".join("%s (%s)" % sw for sw in stale),
                              " ".join(s for s, _ in stale)))
-    return {s: results.fresh(ws.results, s, tree_id) for s, _ in TESTED + OPTIONAL
-            if results.fresh(ws.results, s, tree_id)}
+    return {s: fresh(ws, s, tree_id) for s, _ in TESTED + OPTIONAL if fresh(ws, s, tree_id)}
 
 
 def testing_section(recs, tree_id):
@@ -351,7 +360,6 @@ def preimage_files(mbox):
 # ------------------------------------------------------------ stages
 def stage_posting(ws, args):
     ident = mail.identity(ws)
-    before = results.read(ws.results, "posting")
     with Stage(ws, "posting", "cover-letter/ + b4 send -o -> out/posting/vN, proof, lint, "
                "range-diff") as st:
         if st.dirty:
@@ -363,21 +371,17 @@ def stage_posting(ws, args):
         rev = b4prep.current_revision(ws, st.tree_id)
         outdir = ws.out / "posting" / ("v%d" % rev)
         thread = outdir / "thread.mbox"
-        if args.verify and before and before["tree"] == st.tree_id and \
-                before["verdict"] == "pass" and thread.exists():
-            print("  posting of this tree already made: proving %s again" % thread)
-        else:
-            recs = fresh_results(ws, st.tree_id, args.rerun)
-            ch, prev = read(changelog(ws, rev)), read(posted(ws, rev - 1, "tree"))
-            if rev > 1 and (ch or "").startswith(b4prep.NO_CHANGE) and prev != st.tree_id:
-                raise StageError("the series changed since v%d but %s says no change: "
-                                 "describe it (make range-diff)" % (rev - 1, changelog(ws, rev)))
-            subjects = [git(ws.tree, "log", "-1", "--format=%s", c) for c in T.patches(ws.tree)]
-            b4prep.configure(ws, ws.tree)
-            put_cover(ws, rev, compose_cover(ws, rev, subjects,
-                                             testing_section(recs, st.tree_id)), work)
-            print("  b4 send -o %s: %d messages" % (outdir, send(ws, outdir)), flush=True)
-            shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
+        recs = fresh_results(ws, st.tree_id, args.rerun)
+        ch, prev = read(changelog(ws, rev)), read(posted(ws, rev - 1, "tree"))
+        if rev > 1 and (ch or "").startswith(b4prep.NO_CHANGE) and prev != st.tree_id:
+            raise StageError("the series changed since v%d but %s says no change: "
+                             "describe it (make range-diff)" % (rev - 1, changelog(ws, rev)))
+        subjects = [git(ws.tree, "log", "-1", "--format=%s", c) for c in T.patches(ws.tree)]
+        b4prep.configure(ws, ws.tree)
+        put_cover(ws, rev, compose_cover(ws, rev, subjects,
+                                         testing_section(recs, st.tree_id)), work)
+        print("  b4 send -o %s: %d messages" % (outdir, send(ws, outdir)), flush=True)
+        shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
         lines = [proof(ws, thread, st.tree_id, work)]
         checks = lint(thread_of(thread), rev, ident, read(outdir / "cover.txt") or "")
         if rev > 1:
@@ -411,8 +415,8 @@ def stage_range_diff(ws, args):
         else:
             new = ws.dir("posting") / "tree.mbox"
             start = T.cover_commit(ws.tree) or T.base_commit(ws.tree)
-            new.write_text(git(ws.tree, "format-patch", "--stdout", "--thread", "--numbered",
-                               "--subject-prefix=PATCH v%d" % rev, "%s..HEAD" % start) + "\n")
+            new.write_text(T.format_patch(ws.tree, "--stdout", "--thread", "--numbered",
+                                          "--subject-prefix=PATCH v%d" % rev, "%s..HEAD" % start))
         out = range_diff(ws, rev - 1, new, ws.dir("posting") / ("range-diff-v%d.txt" % (rev - 1)))
         print(out.read_text(), end="")
         st.passed, st.summary = 1, "v%d against %s: %s" % (rev - 1, new, out)
@@ -451,8 +455,6 @@ def stage_record(ws, args):
 def _posting_args(p):
     p.add_argument("--rerun", action="store_true",
                    help="run the stages whose results are not of this tree first")
-    p.add_argument("--verify", action="store_true",
-                   help="prove the posting of this tree again when it exists (make check)")
 
 
 COMMANDS = {

@@ -49,10 +49,12 @@ def read(results_dir, stage):
     return rec
 
 
-def fresh(results_dir, stage, tree_id):
-    """The result of STAGE if it passed on exactly TREE_ID, else None."""
+def fresh(results_dir, stage, tree_id, workspace=None):
+    """The result of STAGE if it passed on exactly TREE_ID (and, when
+    given, with the test code of WORKSPACE), else None."""
     rec = read(results_dir, stage)
-    if rec and rec["verdict"] == "pass" and rec["tree"] == tree_id:
+    if rec and rec["verdict"] == "pass" and rec["tree"] == tree_id and \
+            workspace in (None, rec["workspace"]):
         return rec
     return None
 

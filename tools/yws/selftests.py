@@ -93,6 +93,9 @@ def judge(name, boot, checks, programs):
                             % (p["name"], len(mine), plans[p["name"]]))
         if p["result"] == "fail" and "fail" not in mine:
             problems.append("%s failed: %s" % (p["name"], p["detail"]))
+        if p["result"] == "skip" and not mine:     # the whole program skipped
+            cases.append({"program": p["name"], "name": p["name"], "result": "skip",
+                          "reason": p["detail"]})
     problems += [f["reason"] for f in splats.failures(boot.console, name)]
     words = iter(checks.split())
     for flag in words:

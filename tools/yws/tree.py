@@ -11,6 +11,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+from . import b4prep
 from . import ws as W
 from .ws import Stage, StageError, git, run
 
@@ -19,12 +20,11 @@ PACKAGES = """gcc make flex bison bc libelf-dev libssl-dev dwarves cpio xz-utils
     qemu-system-x86 qemu-utils busybox-static libc6-dev rsync b4 git
     git-filter-repo codespell sparse ccache lz4 lld hyperfine""".split()
 CACHE = Path.home() / ".cache" / "yama-workspace"
-SYNCED = "yws-synced"      # in the tree's .git: HEAD when series/ last matched
+SYNCED = "yws-synced"      # in the tree's .git: hash of series/ when the tree last matched it
 FORMAT = ["-c", "core.quotePath=true", "-c", "diff.noprefix=false",
           "-c", "diff.mnemonicPrefix=false", "-c", "diff.renames=true",
           "-c", "diff.algorithm=myers", "-c", "format.signature=",
           "-c", "format.headers=", "-c", "format.coverLetter=false"]
-COVER_MARK = "--- b4-submit-tracking ---"
 
 
 def base_info(ws):
@@ -215,7 +215,7 @@ def cover_commit(tree):
     """b4's cover commit (the first after the base), or None."""
     base = base_commit(tree)
     first = git(tree, "rev-list", "--reverse", "%s..HEAD" % base).split()[:1]
-    if first and COVER_MARK in git(tree, "log", "-1", "--format=%B", first[0]):
+    if first and b4prep.MARK in git(tree, "log", "-1", "--format=%B", first[0]):
         return first[0]
     return None
 
@@ -256,17 +256,32 @@ def apply_series(ws, tree):
     return len(series_files(ws))
 
 
-def _b4_start(ws, tree):
-    try:
-        from . import b4prep
-    except ImportError:
-        return
-    b4prep.start(ws, tree)
+def series_hash(folder):
+    """One hash of a series folder: its order and every patch's bytes."""
+    h = hashlib.sha1()
+    for p in sorted(Path(folder).glob("*.patch")) + [Path(folder) / "series"]:
+        h.update(p.name.encode() + b"\0" + (p.read_bytes() if p.exists() else b""))
+    return h.hexdigest()
 
 
 def _synced(ws):
-    return (ws.tree / ".git" / SYNCED).read_text().strip() \
-        if (ws.tree / ".git" / SYNCED).exists() else None
+    """The series/ hash the tree last matched (its commits exported to it)."""
+    f = ws.tree / ".git" / SYNCED
+    return f.read_text().strip() if f.exists() else None
+
+
+def _mark_synced(ws):
+    (ws.tree / ".git" / SYNCED).write_text(series_hash(ws.series) + "\n")
+
+
+def format_patch(tree, *args):
+    """git format-patch with fixed settings (no user or system git config),
+    so that its output depends only on the commits: the one way the
+    workspace turns commits into patches."""
+    return run(["git", "-C", tree, *FORMAT, "format-patch", "--no-signature",
+                "--full-index", "--no-color", *args],
+               env={"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"},
+               capture=True, label="git format-patch").stdout
 
 
 def export_to(ws, dest, rev="HEAD"):
@@ -276,12 +291,8 @@ def export_to(ws, dest, rev="HEAD"):
         raise StageError("the series has merge commits; rebase it to a line")
     start = cover_commit(tree) or base_commit(tree)
     dest.mkdir(parents=True, exist_ok=True)
-    run(["git", "-C", tree, *FORMAT, "format-patch", "-q", "--zero-commit",
-         "--no-signature", "--full-index", "--no-numbered", "--no-cover-letter",
-         "--no-thread", "--no-color", "--no-base", "-o", dest,
-         "%s..%s" % (start, rev)], env={"GIT_CONFIG_GLOBAL": "/dev/null",
-                                        "GIT_CONFIG_NOSYSTEM": "1"},
-        capture=True, label="git format-patch")
+    format_patch(tree, "-q", "--zero-commit", "--no-numbered", "--no-cover-letter",
+                 "--no-thread", "--no-base", "-o", dest, "%s..%s" % (start, rev))
     names = sorted(p.name for p in dest.glob("*.patch"))
     (dest / "series").write_text(
         "# Order in which make tree applies these patches (git am).\n" +
@@ -303,12 +314,13 @@ def export_differs(ws, rev="HEAD"):
 def _reuse_or_reset(ws, force):
     """Keep the tree when its commits are series/ (uncommitted edits are
     the developer's work in progress: kept, and tested as they are). When
-    series/ changed, take it if that loses nothing (or FORCE). True: kept."""
+    series/ changed (a pull), take it if the tree's commits are still what
+    series/ was when they last matched (nothing to lose), or FORCE."""
     differ = export_differs(ws)
     if not differ:
         return True
     dirty = git(ws.tree, "status", "--porcelain", "--untracked-files=no")
-    if not force and (dirty or git(ws.tree, "rev-parse", "HEAD") != _synced(ws)):
+    if not force and (dirty or series_hash(ws.dir("export")) != _synced(ws)):
         raise StageError(
             "series/ and %s differ (%s) and the tree has work that is not in "
             "series/: commit it and make export, or FORCE=1 to take series/ "
@@ -326,14 +338,17 @@ def stage_tree(ws, args):
         if (ws.tree / ".git").exists() and base_commit(ws.tree):
             kept = _reuse_or_reset(ws, args.force)
         else:
+            if ws.tree.exists() and any(ws.tree.iterdir()) and not args.force:
+                raise StageError("%s exists and is no tree of this workspace (no tag "
+                                 "base): move it away, or FORCE=1 to replace it" % ws.tree)
             base_tree(ws, ws.tree)
-            _b4_start(ws, ws.tree)
+            b4prep.start(ws, ws.tree)
             if not git(ws.tree, "symbolic-ref", "-q", "HEAD", check=False):
                 git(ws.tree, "checkout", "-q", "-B", "b4/yama-lsm")
             kept = False
         n = len(patches(ws.tree)) if kept else apply_series(ws, ws.tree)
         head = git(ws.tree, "rev-parse", "HEAD")
-        (ws.tree / ".git" / SYNCED).write_text(head + "\n")
+        _mark_synced(ws)
         st.tree_id, st.dirty = W.tree_state(ws.tree)
         st.passed = n + 1
         st.summary = "%s: tip %s, %d patches on base %s" % (
@@ -353,7 +368,7 @@ def stage_export(ws, args):
             p.unlink()
         for p in tmp.iterdir():
             shutil.copy2(p, ws.series / p.name)
-        (ws.tree / ".git" / SYNCED).write_text(git(ws.tree, "rev-parse", "HEAD") + "\n")
+        _mark_synced(ws)
         st.passed = len(series_files(ws))
         st.summary = "%d patches written to series/" % st.passed
     return st.exit_code
@@ -371,7 +386,8 @@ def stage_round_trip(ws, args):
 
 
 def stage_clean(ws, args):
-    if (ws.tree / ".git").exists() and not args.force and export_differs(ws):
+    if (ws.tree / ".git").exists() and base_commit(ws.tree) and not args.force and (
+            W.tree_state(ws.tree)[1] or export_differs(ws)):
         raise SystemExit("error: clean: %s has work not in series/: make export, "
                          "or FORCE=1" % ws.tree)
     for d in (ws.build, ws.out):

@@ -138,15 +138,17 @@ def git(repo, *args, check=True, env=None, input=None):
     return res.stdout.strip()
 
 
-def tree_state(tree):
-    """(git tree id of TREE's working tree, edits included; dirty flag)."""
+def tree_state(tree, pathspec=()):
+    """(git tree id of TREE's working tree, edits included; dirty flag).
+    PATHSPEC limits which edits are taken (default: all)."""
     tree = Path(tree)
-    with tempfile.TemporaryDirectory(dir=tree / ".git", prefix="yws-") as d:
+    gitdir = Path(git(tree, "rev-parse", "--absolute-git-dir"))
+    with tempfile.TemporaryDirectory(dir=gitdir, prefix="yws-") as d:
         env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
-        real = tree / ".git" / "index"
+        real = gitdir / "index"
         if real.exists():
             shutil.copy(real, env["GIT_INDEX_FILE"])
-        git(tree, "add", "-A", env=env)
+        git(tree, "add", "-A", "--", *(pathspec or ["."]), env=env)
         tid = git(tree, "write-tree", env=env)
     head = git(tree, "rev-parse", "-q", "--verify", "HEAD^{tree}",
                check=False)
@@ -154,10 +156,13 @@ def tree_state(tree):
 
 
 def workspace_id(ws):
-    """Hash of the workspace's own tracked files (tooling and tests)."""
-    files = git(ws.root, "ls-files", "-s", "--", ".", ":!series",
-                ":!cover-letter")
-    return hashlib.sha1(files.encode()).hexdigest()[:12]
+    """Hash of the workspace's own files as they are (tooling, tests, guest
+    scripts; edits included), without series/ and cover-letter/."""
+    tid = tree_state(ws.root, [".", ":!build", ":!out", ":!series",
+                                ":!cover-letter"])[0]
+    entries = [ln for ln in git(ws.root, "ls-tree", tid).splitlines()
+               if ln.split("\t")[-1] not in ("series", "cover-letter")]
+    return hashlib.sha1("\n".join(entries).encode()).hexdigest()[:12]
 
 
 def kbuild_env(ws):
@@ -194,13 +199,21 @@ class Stage:
         print("  " + msg, flush=True)
 
     def __exit__(self, etype, exc, tb):
+        if etype is None and self.tree_id and \
+                tree_state(self.tree)[0] != self.tree_id:
+            etype, exc = StageError, StageError(
+                "the tree changed during the run: its result would name a "
+                "tree it did not test; run the stage again")
         if etype is None:
-            if self.verdict == "skip":
-                verdict = "skip"
-            elif self.failed or not (self.passed or self.skipped):
+            if self.failed:
                 verdict = "fail"
-                if not self.failed:
-                    self.summary = self.summary or "nothing was tested"
+            elif self.verdict == "skip":
+                verdict = "skip"
+            elif not self.passed:
+                verdict = "fail"
+                self.summary = self.summary or (
+                    "nothing passed (%d skipped)" % self.skipped
+                    if self.skipped else "nothing was tested")
             else:
                 verdict = "pass"
         elif issubclass(etype, StageError):

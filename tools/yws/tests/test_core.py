@@ -133,3 +133,93 @@ def test_results_refuse_unknown_verdicts_and_read_garbage_as_none(ws):
     ws.results.mkdir(parents=True)
     (ws.results / "y.json").write_text(json.dumps({"verdict": "pass"}))
     assert results.read(ws.results, "y") is None
+
+
+def test_series_check_counts_a_failed_cell(ws, monkeypatch, tmp_path):
+    """A FAIL cell of the gates fails the stage and is counted."""
+    import argparse
+    from yws import gates
+    cells = {"patch 1/1": {"checkpatch": {"status": "FAIL", "detail": ["ERROR: x"]},
+                           "build": {"status": "pass", "detail": []}}}
+    monkeypatch.setattr(gates.Gates, "__init__", lambda self, ws, whole=False: None)
+    monkeypatch.setattr(gates.Gates, "run", lambda self, st: cells)
+    assert gates.stage(ws, argparse.Namespace(sysctl_whole=False)) == 1
+    rec = results.read(ws.results, "series-check")
+    assert rec["verdict"] == "fail" and rec["failed"] == 1 and rec["passed"] == 1
+    assert rec["details"]["failed_cases"][0]["name"] == "patch 1/1 checkpatch"
+
+
+def test_test_tools_fails_on_a_failing_test(ws, tmp_path):
+    import argparse
+    tests = tmp_path / "t"
+    tests.mkdir()
+    (tests / "test_x.py").write_text("def test_ok():\n    pass\n\n"
+                                     "def test_bad():\n    assert 1 == 2\n")
+    assert check.test_tools(ws, argparse.Namespace(tests=str(tests), pytest_args=[])) == 1
+    rec = results.read(ws.results, "test-tools")
+    assert (rec["passed"], rec["failed"]) == (1, 1)
+
+
+def test_the_command_line_exit_status_is_the_pipeline_s(ws, monkeypatch):
+    from yws import __main__ as cli
+    _fake_stage(monkeypatch, ws, "fail", 1, passed=0, failed=1)
+    monkeypatch.setattr(check, "CHECK", [("a", [])])
+    argv = ["--build", str(ws.build), "--tree", str(ws.tree), "check", "--rerun"]
+    assert cli.main(argv) == 1
+    _fake_stage(monkeypatch, ws, "pass", 0)
+    assert cli.main(argv) == 0
+
+
+def test_a_reused_pass_needs_the_same_tree_and_test_code(ws, tmp_path, monkeypatch):
+    """A stale reuse cannot change a verdict: an edit of the tree or of the
+    workspace's own files (unstaged) makes the stage run again."""
+    from conftest import sh
+    root = tmp_path / "wsroot"
+    root.mkdir()
+    sh("git", "init", "-q", cwd=root)
+    (root / "tool.py").write_text("x = 1\n")
+    sh("git", "add", ".", cwd=root)
+    sh("git", "-c", "user.name=T", "-c", "user.email=t@e.org", "commit", "-qm", "w", cwd=root)
+    ws.root = root
+    with Stage(ws, "kunit", "x", argv=["kunit"]) as st:
+        st.passed = 1
+    assert check.reusable(ws, "kunit", [])
+    (root / "tool.py").write_text("x = 2\n")                 # unstaged edit of the test code
+    assert not check.reusable(ws, "kunit", [])
+    (root / "tool.py").write_text("x = 1\n")
+    assert check.reusable(ws, "kunit", [])
+    (ws.tree / "a.c").write_text("int edited;\n")           # edit of the kernel tree
+    assert not check.reusable(ws, "kunit", [])
+    assert not check.reusable(ws, "kunit", ["default"])     # other arguments
+
+
+def test_skip_and_another_tree_are_not_passes(ws, capsys):
+    recs = [{"stage": "a", "verdict": "skip", "passed": 0, "failed": 0, "skipped": 3,
+             "seconds": 1, "tree": None}]
+    assert check.summarize(ws, recs, 1) == 1
+    assert capsys.readouterr().out.endswith("0 passed, 1 failed\n")
+    recs = [{"stage": "a", "verdict": "pass", "passed": 2, "failed": 0, "skipped": 0,
+             "seconds": 1, "tree": "f" * 40}]
+    assert check.summarize(ws, recs, 1) == 1
+    with Stage(ws, "unit", "all skipped") as st:
+        st.skipped = 4
+    assert results.read(ws.results, "unit")["verdict"] == "fail"
+
+
+def test_a_tree_edited_during_the_run_fails_the_stage(ws):
+    with Stage(ws, "unit", "x") as st:
+        st.passed = 1
+        (ws.tree / "a.c").write_text("int during;\n")
+    assert results.read(ws.results, "unit")["verdict"] == "fail"
+
+
+def test_test_tools_follows_pytest_s_exit_status(ws, tmp_path):
+    """Every case passed but pytest exits non-zero: the stage fails."""
+    import argparse
+    tests = tmp_path / "t"
+    tests.mkdir()
+    (tests / "test_x.py").write_text("def test_ok():\n    pass\n")
+    (tests / "conftest.py").write_text(
+        "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 3\n")
+    assert check.test_tools(ws, argparse.Namespace(tests=str(tests), pytest_args=[])) == 1
+    assert "exit 3" in results.read(ws.results, "test-tools")["summary"]

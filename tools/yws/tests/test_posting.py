@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from yws import b4prep, mail, posting, results
-from yws.ws import StageError, Workspace, git, tree_state
+from yws.ws import StageError, Workspace, git, tree_state, workspace_id
 
 ROOT = Path(__file__).resolve().parents[3]
 ME = "Ann Dev <ann@kernel.org>"
@@ -81,13 +81,14 @@ def fake_results(ws, stages=("series-check", "kunit", "selftests"), tree=None):
     tid = tree or tree_state(ws.tree)[0]
     for s in stages:
         results.write(ws.results, s, verdict="pass", passed=3, failed=0, skipped=0,
-                      seconds=5, tree=tid, dirty=False, argv=[s], workspace="x",
-                      summary="%s all good" % s, details={})
+                      seconds=5, tree=tid, dirty=False, argv=[s],
+                      workspace=workspace_id(ws), summary="%s all good" % s,
+                      details={"scenarios": {"default": {}}} if s == "selftests" else {})
     return tid
 
 
 def post(ws, **kw):
-    return posting.stage_posting(ws, argparse.Namespace(rerun=False, verify=False, **kw))
+    return posting.stage_posting(ws, argparse.Namespace(rerun=False, **kw))
 
 
 def test_start_makes_the_tree_b4s_prep_branch(ws):
