@@ -158,8 +158,7 @@ def tree_state(tree, pathspec=()):
 def workspace_id(ws):
     """Hash of the workspace's own files as they are (tooling, tests, guest
     scripts; edits included), without series/ and cover-letter/."""
-    tid = tree_state(ws.root, [".", ":!build", ":!out", ":!series",
-                                ":!cover-letter"])[0]
+    tid = tree_state(ws.root, [".", ":!series", ":!cover-letter"])[0]
     entries = [ln for ln in git(ws.root, "ls-tree", tid).splitlines()
                if ln.split("\t")[-1] not in ("series", "cover-letter")]
     return hashlib.sha1("\n".join(entries).encode()).hexdigest()[:12]

@@ -45,6 +45,7 @@ def ws(tmp_path):
     (tree / "tools/testing/kunit/kunit.py").write_text(FAKE)
     for d in (root, tree):
         subprocess.run(["git", "init", "-q", d], check=True)
+    (root / ".gitignore").write_text("/build/\n/out/\n")
     subprocess.run(["git", "-C", tree, "add", "."], check=True)
     return Workspace(root=root)
 

@@ -38,6 +38,7 @@ def make_ws(tmp_path):
     root, tree = tmp_path / "ws", tmp_path / "linux"
     (root / "cover-letter").mkdir(parents=True)
     git(tmp_path, "init", "-q", root)
+    (root / ".gitignore").write_text("/build/\n/out/\n")
     (root / "cover-letter" / "cover.txt").write_text(COVER)
     (root / "cover-letter" / "change-id").write_text("20261203-yama-lsm-test-0123\n")
     shutil.copy(ROOT / ".b4-config", root)
