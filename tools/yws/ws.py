@@ -198,7 +198,7 @@ class Stage:
         print("  " + msg, flush=True)
 
     def __exit__(self, etype, exc, tb):
-        if etype is None and self.tree_id and \
+        if etype is None and self.tree is not None and self.tree_id and \
                 tree_state(self.tree)[0] != self.tree_id:
             etype, exc = StageError, StageError(
                 "the tree changed during the run: its result would name a "
