@@ -25,6 +25,20 @@ def posted(ws, rev, ext="mbox"):
     return cover_dir(ws) / "posted" / ("v%d.%s" % (rev, ext))
 
 
+def cover_text(ws):
+    """cover-letter/cover.txt without its "#" comment lines."""
+    return "\n".join(ln for ln in (cover_dir(ws) / "cover.txt").read_text().splitlines()
+                     if not ln.startswith("#"))
+
+
+def cover_commit(tree):
+    """b4's cover commit (the first after tag base), or None."""
+    first = git(tree, "rev-list", "--reverse", "base..HEAD").split()[:1]
+    if first and MARK in git(tree, "log", "-1", "--format=%B", first[0]):
+        return first[0]
+    return None
+
+
 def changelog(ws, rev):
     return cover_dir(ws) / "changes" / ("v%d.txt" % rev)
 
@@ -96,10 +110,9 @@ def start(ws, tree):
     configure(ws, tree)
     base = git(tree, "rev-parse", "base^{commit}")
     commits = git(tree, "rev-list", "--reverse", "base..HEAD").split()
-    if commits and MARK in git(tree, "log", "-1", "--format=%B", commits[0]):
+    if commits and cover_commit(tree):
         commits = commits[1:]
-    text = "\n".join(ln for ln in (cover_dir(ws) / "cover.txt").read_text().splitlines()
-                     if not ln.startswith("#"))
+    text = cover_text(ws)
     name, addr, _ = mail.identity(ws)
     now = "%d +0000" % time.time()
     parent = git(tree, "commit-tree", base + "^{tree}", "-p", base, "-F", "-",

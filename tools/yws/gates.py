@@ -304,7 +304,7 @@ class Gates:
         flags = [f for f in W.KBUILD_FLAGS if not (odir.name == "o-sysctl" and f.startswith("LD="))]
         r = W.run(["make", "-C", self.src, "O=%s" % odir, "ARCH=x86_64",
                    "CC=%s ccache gcc" % CCWRAP, *flags, self.jobs, *args],
-                  env=dict(W.kbuild_env(self.ws), LC_ALL="C", MAKEFLAGS="", MFLAGS="", MAKELEVEL=""), log=log, check=False,
+                  env={**qemu.make_env(self.ws), "LC_ALL": "C"}, log=log, check=False,
                   label="make %s (%s)" % (" ".join(args)[:40], odir.name))
         return r.returncode, log.read_text(errors="replace")
 

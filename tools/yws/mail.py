@@ -9,7 +9,7 @@ import re
 import shutil
 
 from . import check, tree as T
-from .ws import Stage, StageError, Workspace, git, run
+from .ws import COMMITTER, Stage, StageError, Workspace, git, run
 
 PLACEHOLDER = ("Yama Developers", "yama-dev@example.org")
 RESERVED = ("example", "invalid", "test", "localhost")
@@ -160,8 +160,7 @@ def b4_am(mbox, outdir, cwd):
 
 
 def git_am(tree, mbx):
-    res = run(["git", "-C", tree, "am", "-q", mbx], env={"GIT_COMMITTER_NAME": "am",
-              "GIT_COMMITTER_EMAIL": "am@localhost"}, capture=True, check=False)
+    res = run(["git", "-C", tree, "am", "-q", mbx], env=COMMITTER, capture=True, check=False)
     if res.returncode:
         git(tree, "am", "--abort", check=False)
         raise StageError("git am of %s fails: %s" % (mbx, (res.stdout + res.stderr)

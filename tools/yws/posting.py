@@ -152,8 +152,7 @@ def changes_section(ws, rev, subjects):
 def compose_cover(ws, rev, subjects, testing):
     """cover-letter/cover.txt: "#" lines dropped, @@TESTING@@ and @@CHANGES@@
     filled in, [[...]] numbered (a paragraph opening with one refilled)."""
-    src = (b4prep.cover_dir(ws) / "cover.txt").read_text()
-    text = "\n".join(ln for ln in src.splitlines() if not ln.startswith("#")) + "\n"
+    text = b4prep.cover_text(ws) + "\n"
     if not text.startswith("security: Yama LSM"):
         raise StageError("cover.txt: the subject must start with 'security: Yama LSM'")
     if "@@TESTING@@" not in text:

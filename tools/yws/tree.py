@@ -211,13 +211,7 @@ def base_commit(tree):
                check=False) or None
 
 
-def cover_commit(tree):
-    """b4's cover commit (the first after the base), or None."""
-    base = base_commit(tree)
-    first = git(tree, "rev-list", "--reverse", "%s..HEAD" % base).split()[:1]
-    if first and b4prep.MARK in git(tree, "log", "-1", "--format=%B", first[0]):
-        return first[0]
-    return None
+cover_commit = b4prep.cover_commit
 
 
 def patches(tree):
