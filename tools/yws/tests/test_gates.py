@@ -210,3 +210,30 @@ def test_a_tree_with_uncommitted_edits_is_refused(ws, repo):
     assert res["verdict"] == "fail" and "uncommitted edits" in res["summary"]
     assert not (ws.build / "gates" / "linux").exists()
 
+
+
+def test_a_stale_olddefconfig_stamp_is_not_trusted(g, repo):
+    """configure() skips olddefconfig only while the text, the state's
+    Kconfig inputs and .config itself are what its stamp was made from."""
+    calls = []
+
+    def fake_make(odir, *args):
+        calls.append(args)
+        cfg = odir / ".config"
+        cfg.write_text(cfg.read_text() + "# olddefconfig %d\n" % len(calls))
+        return 0, ""
+    g.make = fake_make
+    odir = g.g / "o-test"
+    g.checkout(commit(repo, "kconfig 1", **{"Kconfig": "config A\n"}))
+    g.configure(odir, "CONFIG_A=y\n")
+    g.configure(odir, "CONFIG_A=y\n")
+    assert len(calls) == 1                      # the same inputs: stamped
+    g.configure(odir, "CONFIG_B=y\n")
+    assert len(calls) == 2                      # another fragment
+    (odir / ".config").write_text("CONFIG_B=y\n# edited by hand\n")
+    assert g.configure(odir, "CONFIG_B=y\n").endswith("# olddefconfig 3\n")
+    g.checkout(commit(repo, "kconfig 2", **{"Kconfig": "config A\nconfig B\n"}))
+    g.configure(odir, "CONFIG_B=y\n")
+    assert len(calls) == 4                      # a Kconfig file changed
+    g.configure(odir, "CONFIG_B=y\n")
+    assert len(calls) == 4
