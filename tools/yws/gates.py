@@ -6,7 +6,7 @@ base or an earlier patch did not have, sparse on the touched files with no
 new finding, kernel-doc of the touched files against their previous
 version; the tip also in a config matrix, and its rst must parse. Builds
 run in build/gates/linux (a --shared clone: the only checkout switched)
-into build/gates/o-*, the tip first and then back to patch 1 (patch 1
+into build/gates/o/*, the tip first and then back to patch 1 (patch 1
 changes security.h, read by nearly every object: forward would cost two
 near-full builds). The base is never built whole: only objects that warn
 in the series are compiled there. cache/ keeps each result under a hash of
@@ -54,8 +54,11 @@ EXPECT = {"yama=n": ("CONFIG_SECURITY_YAMA", None), "sysctl=n": ("CONFIG_SYSCTL"
           "kunit-test=y": ("CONFIG_SECURITY_YAMA_KUNIT_TEST", "y")}
 # One O= folder per config that changes what nearly every object reads
 # (sysctl.h, autoconf.h), so warm runs never flip a folder between them;
-# yama=n shares o-main. o-sysctl links with GNU ld (check-debug links it).
-ODIRS = {"sysctl=n": "o-sysctl", "kunit-test=y": "o-kunit", "base-whole": "o-base"}
+# yama=n shares o/main. o/sysctl links with GNU ld (check-debug links it).
+# Two levels under build/gates, as the test kernel is under build/: the
+# sources are then ../../linux for both, and the test kernel (the main
+# config at the tip) takes the tip's objects from ccache.
+ODIRS = {"sysctl=n": "sysctl", "kunit-test=y": "kunit", "base-whole": "base"}
 # Warnings the base has in a matrix config, in files the series does not
 # touch: max_rt_runtime is used only by the sched_rt sysctl handler.
 BASE_MATRIX_WARNINGS = {"sysctl=n": [("kernel/sched/rt.c", r"'max_rt_runtime' defined but not used")]}
@@ -86,7 +89,7 @@ def norm(line):
     """A warning without build paths and line numbers, so the same warning
     matches across patches that move code."""
     line = ANSI.sub("", line).strip()
-    line = re.sub(r"(^|\s)(\.\./linux/|\S*/gates/(linux|o-[\w=-]+)/)", r"\1", line)
+    line = re.sub(r"(^|\s)((\.\./)+linux/|\S*/gates/(linux|o/[\w=-]+)/)", r"\1", line)
     line = re.sub(r"^(\S+?):\d+(:\d+)?:", r"\1:", line)
     return re.sub(r"\s+", " ", line)
 
@@ -232,7 +235,7 @@ class Gates:
     def __init__(self, ws, whole=False):
         self.ws, self.whole = ws, whole
         self.g = ws.dir("gates")
-        self.src = self.g / "linux"
+        self.src, self.o = self.g / "linux", self.g / "o"
         self.cache = self.g / "cache"
         self.cache.mkdir(exist_ok=True)
         self.head = None
@@ -274,7 +277,7 @@ class Gates:
         an object built later): remove the objects that read one."""
         gone = [f for f in git(self.src, "diff", "--name-only", "--diff-filter=D",
                                old, new).split() if f.endswith(".h")]
-        for od in self.g.glob("o-*"):
+        for od in self.o.glob("*"):
             for f in gone:
                 hits = subprocess.run(["grep", "-rlF", "--include=*.o.cmd", f, od],
                                       capture_output=True, text=True).stdout.split()
@@ -291,7 +294,7 @@ class Gates:
 
     def kernel_reads(self, files):
         """Whether a kernel build may read one of files (a .cmd names it)."""
-        odir = self.g / "o-main"
+        odir = self.o / "main"
         return any(not f.startswith(NOT_KERNEL) or Path(f).name.startswith("Kconfig") or
                    not (odir / "vmlinux").exists() or
                    subprocess.run(["grep", "-rqF", "--include=.*.cmd", f, odir]).returncode != 1
@@ -301,7 +304,7 @@ class Gates:
     def make(self, odir, *args):
         log = self.g / "make.log"
         log.write_text("")
-        flags = [f for f in W.KBUILD_FLAGS if not (odir.name == "o-sysctl" and f.startswith("LD="))]
+        flags = [f for f in W.KBUILD_FLAGS if not (odir.name == "sysctl" and f.startswith("LD="))]
         r = W.run(["make", "-C", self.src, "O=%s" % odir, "ARCH=x86_64",
                    "CC=%s ccache gcc" % CCWRAP, *flags, self.jobs, *args],
                   env={**qemu.make_env(self.ws), "LC_ALL": "C"}, log=log, check=False,
@@ -326,8 +329,8 @@ class Gates:
         path = self.g / ("base-%s.config" % sha(self.key0, base["tree"], frag))
         if not path.exists():
             self.checkout(base["commit"])
-            odir = self.g / "o-config"
-            odir.mkdir(exist_ok=True)
+            odir = self.o / "config"
+            odir.mkdir(parents=True, exist_ok=True)
             (odir / "frag.config").write_text(frag)
             rc, out = self.make(odir, "KCONFIG_ALLCONFIG=%s" % (odir / "frag.config"),
                                 "allnoconfig")
@@ -347,7 +350,7 @@ class Gates:
         key = sha(self.key0, text, kin, odir.name)
         if cfg.exists() and stamp.exists() and stamp.read_text() == sha(key, cfg.read_bytes()):
             return cfg.read_text()
-        odir.mkdir(exist_ok=True)
+        odir.mkdir(parents=True, exist_ok=True)
         cfg.write_text(text)
         rc, out = self.make(odir, "olddefconfig")
         if rc:
@@ -397,7 +400,7 @@ class Gates:
     def build(self, st, cfg, frag, prev=None, targets=None, share=False):
         """Build st in config cfg (vmlinux, targets, or with share nothing: an
         equal state's build is its); with prev, sparse on what st changed."""
-        odir = self.g / ODIRS.get(cfg, "o-main")
+        odir = self.o / ODIRS.get(cfg, "main")
 
         def go():
             self.checkout(st["commit"])
@@ -421,7 +424,7 @@ class Gates:
 
     def base_run(self, base, frag, objs, sparse_files):
         """The base's warnings of objs only (one it does not build: new), and sparse."""
-        odir = self.g / "o-main"
+        odir = self.o / "main"
 
         def go():
             self.checkout(base["commit"])
@@ -509,7 +512,7 @@ class Gates:
         for cfg in MATRIX_GATES:
             targets = None
             if cfg == "kunit-test=y" or (cfg == "sysctl=n" and not self.whole):
-                targets = self.objects_of(touched, self.g / "o-main")
+                targets = self.objects_of(touched, self.o / "main")
                 if not targets:
                     matrix[cfg] = {"ok": True, "none": True}
                     continue

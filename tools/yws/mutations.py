@@ -9,9 +9,13 @@ program/test, under any scenario/): it is caught only when a case matching one o
 other failures alone are "off-target". A patch that does not apply, a build
 error or a run that reports nothing is an "error", never caught.
 
-Each patch is applied on top of the tree as it is and always taken back
-out; the stage runs as `python3 -m yws --build build/mutations STAGE`, so
-its kernels and results stay in build/mutations, never in build/results.
+Each patch is applied to build/mutations/linux, a --shared clone holding
+the tree as it is (its HEAD and uncommitted edits), and always taken back
+out; the developer's tree is never touched. The stage runs as `python3 -m
+yws --build build/mutations --tree build/mutations/linux STAGE`, so its
+kernels and results stay in build/mutations, never in build/results. Its
+kernels sit two levels under build/mutations as the tree's do under build/:
+ccache's relative paths match, and only what the patch touches is compiled.
 """
 import fnmatch
 import json
@@ -20,7 +24,7 @@ import threading
 from contextlib import contextmanager
 
 from . import results
-from .ws import PYTHON, Stage, StageError, git, run
+from .ws import PYTHON, Stage, StageError, git, run, tree_state
 
 FOLDERS = [("kunit/mutations", "kunit", []),
            ("selftests/mutations", "selftests", ["default"]),
@@ -80,16 +84,34 @@ def judge(must, rec):
     return "error", rec["summary"][:120] or "failed without a failed case"
 
 
+def checkout(ws, build):
+    """BUILD/linux, a --shared clone of the tree set to the tree as it is
+    (HEAD, then its edits and new files as uncommitted changes)."""
+    dest = build / "linux"
+    if not (dest / ".git").is_dir():
+        run(["git", "clone", "-q", "--shared", "--no-checkout", ws.tree, dest],
+            label="git clone")
+        git(dest, "config", "gc.auto", "0")
+    tid = tree_state(ws.tree)[0]        # its objects: in the tree, shared
+    git(dest, "fetch", "-q", "--no-tags", ws.tree, "+HEAD:refs/mutations/head")
+    git(dest, "checkout", "-q", "-f", "--detach", "refs/mutations/head")
+    git(dest, "clean", "-qfd")
+    git(dest, "read-tree", "-u", "--reset", tid)
+    return dest
+
+
 def prove(ws, patch, stage, args, must, build):
-    """Run STAGE with PATCH applied, its results in BUILD; (result, detail)."""
+    """Run STAGE with PATCH applied to a checkout of the tree as it is, its
+    results in BUILD; (result, detail)."""
     out = build / patch.stem
     out.mkdir(parents=True, exist_ok=True)
     (out / "log").unlink(missing_ok=True)
     results.remove(build / "results", stage)
-    cmd = [PYTHON, "-m", "yws", "--build", build, "--tree", ws.tree,
-           "--series", ws.series, "--base", ws.base, stage, *args]
     try:
-        with applied(ws.tree, patch):
+        tree = checkout(ws, build)
+        cmd = [PYTHON, "-m", "yws", "--build", build, "--tree", tree,
+               "--series", ws.series, "--base", ws.base, stage, *args]
+        with applied(tree, patch):
             run(cmd, cwd=ws.root, env={"PYTHONPATH": ws.root / "tools"},
                 log=out / "log", label="%s (%s)" % (stage, patch.stem),
                 timeout=TIMEOUT, check=False)

@@ -113,6 +113,7 @@ def test_kernel_doc_judges_new_warnings_not_moved_lines(g, repo):
 def test_norm_drops_build_paths_and_line_numbers_only():
     a = gates.norm("/x/build/gates/linux/security/yama/yama_lsm.c:120:5: warning: unused 'x'")
     b = gates.norm("../linux/security/yama/yama_lsm.c:133:9: warning: unused 'x'")
+    assert gates.norm("../../linux/security/yama/yama_lsm.c:9:1: warning: unused 'x'") == a
     assert a == b == "security/yama/yama_lsm.c: warning: unused 'x'"
     assert gates.norm("include/linux/security.h:7: warning: w").startswith("include/linux/security.h:")
 
@@ -223,7 +224,7 @@ def test_a_stale_olddefconfig_stamp_is_not_trusted(g, repo):
         cfg.write_text(cfg.read_text() + "# olddefconfig %d\n" % len(calls))
         return 0, ""
     g.make = fake_make
-    odir = g.g / "o-test"
+    odir = g.o / "test"
     g.checkout(commit(repo, "kconfig 1", **{"Kconfig": "config A\n"}))
     g.configure(odir, "CONFIG_A=y\n")
     g.configure(odir, "CONFIG_A=y\n")

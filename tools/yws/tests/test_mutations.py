@@ -91,6 +91,24 @@ def rec(verdict, bad=(), summary=""):
             "details": {"failed_cases": [{"name": b, "reason": "x"} for b in bad]}}
 
 
+def test_the_checkout_is_the_tree_as_it_is(ws):
+    """HEAD, an uncommitted edit and a new file; a file left by an earlier
+    mutation is gone; the developer's tree is not touched."""
+    build = ws.build / "mutations"
+    build.mkdir(parents=True)
+    (ws.tree / "rules.c").write_text(ORIG + "edit();\n")
+    (ws.tree / "new.c").write_text("new\n")
+    dest = mutations.checkout(ws, build)
+    assert (dest / "rules.c").read_text() == ORIG + "edit();\n"
+    assert (dest / "new.c").read_text() == "new\n"
+    (dest / "left-over.c").write_text("x\n")
+    (dest / "rules.c").write_text(MUT)
+    (ws.tree / "new.c").unlink()
+    dest = mutations.checkout(ws, build)
+    assert sorted(p.name for p in dest.iterdir() if p.name != ".git") == ["rules.c"]
+    assert (dest / "rules.c").read_text() == ORIG + "edit();\n" == text(ws)
+
+
 def test_judge():
     must = ["suite.case_a", "suite.other*"]
     assert mutations.judge(must, rec("fail", ["suite.other_b"]))[0] == "caught"
@@ -112,8 +130,11 @@ def fake_stage(ws, seen):
         if "-m" not in cmd:
             return real(cmd, **kw)
         build, stage = cmd[cmd.index("--build") + 1], cmd[cmd.index("--base") + 2]
-        seen.append((text(ws), stage))
-        bad = ["suite.case_a"] if "allow = 1" in text(ws) else []
+        tree = cmd[cmd.index("--tree") + 1]
+        assert tree != ws.tree and text(ws) == ORIG     # the developer's tree: untouched
+        mutated = (tree / "rules.c").read_text()
+        seen.append((mutated, stage))
+        bad = ["suite.case_a"] if "allow = 1" in mutated else []
         results.write(build / "results", stage, verdict="fail" if bad else "pass",
                       passed=1, failed=len(bad), skipped=0, seconds=1, tree="t",
                       dirty=True, argv=[], workspace="w", summary="",
@@ -141,6 +162,7 @@ def test_stage_verdict(ws, monkeypatch, names, rc, counts):
 FAKE_KUNIT_PY = """import json, sys
 js = [a[7:] for a in sys.argv if a.startswith("--json=")][0]
 bad = "allow = 1" in open("rules.c").read()
+
 case = {"name": "case_a", "status": "FAILURE" if bad else "PASS"}
 json.dump({"name": "", "sub_groups": [{"name": "suite", "test_cases": [case]}]}, open(js, "w"))
 sys.exit(int(bad))
