@@ -256,11 +256,7 @@ class Gates:
 
     # -- the checkout
     def clone(self):
-        if not (self.src / ".git").is_dir():
-            W.run(["git", "clone", "-q", "--shared", "--no-checkout", self.ws.tree, self.src],
-                  label="git clone")
-            git(self.src, "config", "gc.auto", "0")
-        git(self.src, "fetch", "-q", "--no-tags", self.ws.tree, "+HEAD:refs/gates/tip")
+        W.shared_clone(self.ws.tree, self.src, "refs/gates/tip")
         if (self.src / ".config").exists():
             raise StageError("%s was built in place; remove it" % self.src)
 

@@ -24,7 +24,7 @@ import threading
 from contextlib import contextmanager
 
 from . import results
-from .ws import PYTHON, Stage, StageError, git, run, tree_state
+from .ws import PYTHON, Stage, StageError, git, run, shared_clone, tree_state
 
 FOLDERS = [("kunit/mutations", "kunit", []),
            ("selftests/mutations", "selftests", ["default"]),
@@ -87,13 +87,8 @@ def judge(must, rec):
 def checkout(ws, build):
     """BUILD/linux, a --shared clone of the tree set to the tree as it is
     (HEAD, then its edits and new files as uncommitted changes)."""
-    dest = build / "linux"
-    if not (dest / ".git").is_dir():
-        run(["git", "clone", "-q", "--shared", "--no-checkout", ws.tree, dest],
-            label="git clone")
-        git(dest, "config", "gc.auto", "0")
     tid = tree_state(ws.tree)[0]        # its objects: in the tree, shared
-    git(dest, "fetch", "-q", "--no-tags", ws.tree, "+HEAD:refs/mutations/head")
+    dest = shared_clone(ws.tree, build / "linux", "refs/mutations/head")
     git(dest, "checkout", "-q", "-f", "--detach", "refs/mutations/head")
     git(dest, "clean", "-qfd")
     git(dest, "read-tree", "-u", "--reset", tid)

@@ -11,7 +11,7 @@ import textwrap
 
 from . import b4prep, mail, results, tree as T
 from .b4prep import posted, changelog, read
-from .ws import StageError, Stage, git, run, workspace_id
+from .ws import StageError, Stage, git, run, shared_clone, workspace_id
 
 TESTED = [("series-check", "Series gates (`make series-check`: per patch checkpatch "
            "--strict, W=1 + sparse build, kernel-doc; the tip's config matrix)"),
@@ -233,7 +233,7 @@ def proof(ws, thread, tree_id, work):
     sparsely (only the files the thread touches): seconds, not minutes."""
     d = work / "proof"
     shutil.rmtree(d, ignore_errors=True)
-    run(["git", "clone", "-q", "--shared", "--no-checkout", ws.tree, d], label="git clone")
+    shared_clone(ws.tree, d, "refs/proof/tip")
     files = {f for p in thread_of(thread) for f in touched(mail.text(p[4]))}
     git(d, "sparse-checkout", "set", "--no-cone", *("/" + f for f in sorted(files)))
     git(d, "checkout", "-q", "--detach", "base")

@@ -138,6 +138,18 @@ def git(repo, *args, check=True, env=None, input=None):
     return res.stdout.strip()
 
 
+def shared_clone(tree, dest, ref):
+    """DEST, a --shared clone of TREE (TREE's objects, a checkout of its
+    own), made once; REF set to TREE's HEAD. DEST."""
+    dest = Path(dest)
+    if not (dest / ".git").is_dir():
+        run(["git", "clone", "-q", "--shared", "--no-checkout", tree, dest],
+            label="git clone")
+        git(dest, "config", "gc.auto", "0")
+    git(dest, "fetch", "-q", "--no-tags", tree, "+HEAD:" + ref)
+    return dest
+
+
 def tree_state(tree, pathspec=()):
     """(git tree id of TREE's working tree, edits included; dirty flag).
     PATHSPEC limits which edits are taken (default: all)."""

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from yws import check, results, tree
-from yws.ws import Stage, StageError, run, tree_state
+from yws.ws import Stage, StageError, run, shared_clone, tree_state
 from conftest import sh
 
 
@@ -16,6 +16,21 @@ def test_tree_state_sees_uncommitted_and_untracked_edits(repo):
     (repo / "new.c").write_text("int n;\n")
     assert tree_state(repo)[0] not in (clean, edited)
     assert sh("git", "status", "--porcelain", cwd=repo).count("\n") == 1  # index untouched
+
+
+def test_a_shared_clone_borrows_objects_and_follows_head(repo, tmp_path):
+    (repo / "a.c").write_text("int edited;\n")         # the tree's own edit
+    dest = shared_clone(repo, tmp_path / "c", "refs/x/tip")
+    assert (dest / ".git/objects/info/alternates").read_text().strip() == \
+        str(repo / ".git/objects")
+    assert sh("git", "rev-parse", "refs/x/tip", cwd=dest) == \
+        sh("git", "rev-parse", "HEAD", cwd=repo)
+    assert not (dest / "a.c").exists()                   # no checkout made
+    sh("git", "commit", "-qam", "change 3", cwd=repo)
+    shared_clone(repo, dest, "refs/x/tip")               # made once, moved on
+    assert sh("git", "rev-parse", "refs/x/tip", cwd=dest) == \
+        sh("git", "rev-parse", "HEAD", cwd=repo)
+    assert sh("git", "status", "--porcelain", cwd=repo) == ""
 
 
 def test_stage_publishes_tree_id_and_counts(ws):
