@@ -150,9 +150,9 @@ def shared_clone(tree, dest, ref):
     return dest
 
 
-def tree_state(tree, pathspec=()):
-    """(git tree id of TREE's working tree, edits included; dirty flag).
-    PATHSPEC limits which edits are taken (default: all)."""
+def staged(tree, pathspec, *cmd, tracked=False):
+    """git CMD on a copy of TREE's index with the edits of PATHSPEC added
+    (of tracked files only if TRACKED): the real index is left alone."""
     tree = Path(tree)
     gitdir = Path(git(tree, "rev-parse", "--absolute-git-dir"))
     with tempfile.TemporaryDirectory(dir=gitdir, prefix="yws-") as d:
@@ -160,20 +160,29 @@ def tree_state(tree, pathspec=()):
         real = gitdir / "index"
         if real.exists():
             shutil.copy(real, env["GIT_INDEX_FILE"])
-        git(tree, "add", "-A", "--", *(pathspec or ["."]), env=env)
-        tid = git(tree, "write-tree", env=env)
+        git(tree, "add", "-u" if tracked else "-A", "--", *pathspec, env=env)
+        return git(tree, *cmd, env=env)
+
+
+def tree_state(tree, pathspec=()):
+    """(git tree id of TREE's working tree, edits included; dirty flag).
+    PATHSPEC limits which edits are taken (default: all)."""
+    tid = staged(tree, pathspec or ["."], "write-tree")
     head = git(tree, "rev-parse", "-q", "--verify", "HEAD^{tree}",
                check=False)
     return tid, tid != head
 
 
+# What decides a verdict: the workspace's tracked files, edits included,
+# but the series and its cover (results name their tree), notes and prose.
+CODE = [".", ":!series", ":!cover-letter", ":!notes", ":!*.md"]
+
+
 def workspace_id(ws):
-    """Hash of the workspace's own files as they are (tooling, tests, guest
-    scripts; edits included), without series/ and cover-letter/."""
-    tid = tree_state(ws.root, [".", ":!series", ":!cover-letter"])[0]
-    entries = [ln for ln in git(ws.root, "ls-tree", tid).splitlines()
-               if ln.split("\t")[-1] not in ("series", "cover-letter")]
-    return hashlib.sha1("\n".join(entries).encode()).hexdigest()[:12]
+    """Hash of the tracked files that decide a verdict, as they are: an
+    untracked file (a log, a note) or an edit of prose changes nothing."""
+    listing = staged(ws.root, CODE, "ls-files", "-s", "--", *CODE, tracked=True)
+    return hashlib.sha1(listing.encode()).hexdigest()[:12]
 
 
 def kbuild_env(ws):

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from yws import check, results, tree
-from yws.ws import Stage, StageError, run, shared_clone, tree_state
+from yws.ws import Stage, StageError, Workspace, run, shared_clone, tree_state, workspace_id
 from conftest import sh
 
 
@@ -16,6 +16,31 @@ def test_tree_state_sees_uncommitted_and_untracked_edits(repo):
     (repo / "new.c").write_text("int n;\n")
     assert tree_state(repo)[0] not in (clean, edited)
     assert sh("git", "status", "--porcelain", cwd=repo).count("\n") == 1  # index untouched
+
+
+def test_workspace_id_is_the_code_not_logs_or_prose(repo, tmp_path):
+    """A stray file, a note or a README edit leaves the results fresh; an
+    edit of the code (committed or not) does not."""
+    for d in ("notes", "tools", "series"):
+        (repo / d).mkdir()
+        (repo / d / "f").write_text("x\n")
+    (repo / "README.md").write_text("# read me\n")
+    sh("git", "add", ".", cwd=repo)
+    sh("git", "commit", "-qm", "layout", cwd=repo)
+    w = Workspace(root=repo, build=tmp_path / "build")
+    first = workspace_id(w)
+    (repo / "make.log").write_text("a log beside the Makefile\n")
+    (repo / "notes" / "mine.txt").write_text("a note\n")
+    (repo / "README.md").write_text("# read me, edited\n")
+    (repo / "notes" / "f").write_text("edited note\n")
+    (repo / "series" / "f").write_text("the series has its own tree id\n")
+    assert workspace_id(w) == first
+    (repo / "tools" / "f").write_text("edited tool\n")
+    edited = workspace_id(w)
+    assert edited != first
+    sh("git", "commit", "-qam", "tool", cwd=repo)
+    assert workspace_id(w) == edited
+    assert "make.log" in sh("git", "status", "--porcelain", cwd=repo)  # index untouched
 
 
 def test_a_shared_clone_borrows_objects_and_follows_head(repo, tmp_path):
