@@ -193,6 +193,8 @@ def put_cover(ws, rev, cover, work):
     if '"revision": %d,' % rev not in git(tree, "log", "-1", "--format=%B", cc):
         b4(tree, "prep", "--force-revision", str(rev))
     (work / "cover.txt").write_text(cover)
+    pre = git(ws.root, "config", "-f", ws.root / ".b4-config", "--default", "", "b4.send-prefixes")
+    b4(tree, "prep", "--set-prefixes", *(pre.split() or [""]))
     b4(tree, "prep", "--edit-cover", env={
         "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.editor",
         "GIT_CONFIG_VALUE_0": "cp %s" % (work / "cover.txt")})

@@ -50,12 +50,12 @@ def state(g, rev):
     return {"commit": c, "tree": sh("git", "rev-parse", c + "^{tree}", cwd=g.ws.tree)}
 
 
-def test_checkpatch_runs_strict_without_the_two_ignored_types(g, repo):
+def test_checkpatch_runs_strict_without_the_three_ignored_types(g, repo):
     res = g.checkpatch(commit(repo, "clean", **{"b.c": "int b;\n"}))
     assert res == {"ok": True, "detail": ["total: 0 errors, 0 warnings"]}
     args = (repo / "args.txt").read_text().split()
     assert "--strict" in args and "--codespell" in args
-    assert args[args.index("--ignore") + 1] == "UNKNOWN_COMMIT_ID,FILE_PATH_CHANGES"
+    assert args[args.index("--ignore") + 1] == "UNKNOWN_COMMIT_ID,FILE_PATH_CHANGES,SYMBOLIC_PERMS"
 
 
 def test_checkpatch_exit_status_is_the_verdict(g, repo):
