@@ -1,11 +1,12 @@
 """make bench: what Yama's checks cost in the kernel; measures, never judges
 a time. A bench kernel (qemu-x86_64.config + selftests/bench/bench.config),
-an initramfs of busybox, a static yama_bench and tools/yws/bench-init, ONE
-TCG boot. The guest alternates the sysctls batch by batch and writes its
-figures to the second serial port; the table (build/bench/kernel.txt and
-.json) gives medians and ratios. Problems: a missing run, no END, or more
-RCU-walk fallbacks with Yama on than off. The workspace's own timing is not
-here (hyperfine, notes/).
+an initramfs of busybox, a static yama_bench and tools/yws/bench-init, TCG
+boots: with Yama, where the guest alternates the sysctls batch by batch, and
+before and after it with lsm= not naming yama (no hook: variant nohook).
+The guest writes its figures to the second serial port; the table
+(build/bench/kernel.txt and .json) gives medians and ratios. Problems: a
+missing run, a boot without END, or more RCU-walk fallbacks with Yama on
+than off. The workspace's own timing is not here (hyperfine, notes/).
 """
 import json
 import os
@@ -25,12 +26,13 @@ STAT = {"symlink": "stat() via a trailing symlink the follower owns, sticky 1777
         "midlink": "stat() via an intermediate symlink the follower owns",
         "hardlink": "link()+unlink() of another user's 0666 file"}
 TIMEOUT = 1200
+BOOTS = (" lsm=capability", "", " lsm=capability")  # nohook, Yama, nohook
 
 
 def parse(text):
     """The guest's channel: ({(bench, variant): [ns]}, {(bench, variant,
     func): [hits]}, {info key: value}, [errors], reached END)."""
-    runs, prof, info, errors, ended = {}, {}, {}, [], False
+    runs, prof, info, errors, ended = {}, {}, {}, [], 0
     for line in text.replace("\r", "").splitlines():
         p = line.split()
         if p[:1] == ["R"] and len(p) == 5:
@@ -41,7 +43,7 @@ def parse(text):
             info.setdefault(p[1], " ".join(p[2:]))
         elif p[:1] == ["E"]:
             errors.append(line[2:])
-        ended = ended or p == ["END"]
+        ended += p == ["END"]
     return runs, prof, info, errors, ended
 
 
@@ -68,7 +70,8 @@ def row(runs, bench, variants, problems):
     return {"bench": bench, "rounds": min(map(len, vals.values())),
             "median_ns": {v: statistics.median(x) if x else None for v, x in vals.items()},
             "mad_pct": mad_pct(vals[base]),
-            **{"%s/%s" % (v, base): ratios(x, vals[base]) for v, x in vals.items() if v != base}}
+            **{"%s/%s" % (v, w): ratios(x, vals[w])  # against off (scope0), and nohook
+               for w in variants[1::2] for v, x in vals.items() if v != w}}
 
 
 def rcu_walk(prof, info, problems):
@@ -88,11 +91,11 @@ def rcu_walk(prof, info, problems):
     return rows
 
 
-def report(text, machine):
-    """(the table's lines, the JSON record) of one bench boot's channel."""
+def report(text, machine, boots=1):
+    """(the table's lines, the JSON record) of the bench boots' channels."""
     runs, prof, info, errors, ended = parse(text)
-    problems = errors + ([] if ended else ["the bench boot did not reach END (see console.log)"])
-    stat = [row(runs, b, ["yama", "off", "vfs"], problems) for b in STAT]
+    problems = errors + ([] if ended >= boots else ["a bench boot did not reach END (see console.log)"])
+    stat = [row(runs, b, ["yama", "off", "vfs", "nohook"], problems) for b in STAT]
     depths = sorted({int(b[12:]) for b, _ in runs if b.startswith("ptrace-depth")})
     ptrace = [row(runs, "ptrace-depth%d" % d, ["scope1", "scope0"], problems) for d in depths]
     prof_rows = rcu_walk(prof, info, problems)
@@ -100,15 +103,18 @@ def report(text, machine):
     lines = ["Kernel %s in qemu-system-x86_64 (TCG, 1 vCPU), host %s; %s"
              % (info.get("kernel", "?"), machine, info.get("N", "")),
              "median ns/op of alternating batches; yama = Yama's sysctls 1 + fs.protected_* 0,"
-             " off = all 0, vfs = fs.protected_* 1; paired = median of per-batch ratios,"
-             " min = ratio of the fastest batches, mad% = noise of the base variant",
-             "%-17s%5s%9s%9s%9s%9s%7s%7s%9s%7s%6s" % ("bench", "rnd", "yama", "off", "vfs",
-                                                    "yama/off", "paired", "min", "vfs/off", "min", "mad%")]
+             " off = all 0, vfs = fs.protected_* 1, nohook = boots with lsm= without yama;"
+             " paired = median of per-batch ratios, min = ratio of the fastest batches,"
+             " mad% = noise of the base variant",
+             "%-17s%5s%9s%9s%9s%9s%9s%7s%7s%9s%7s%9s%9s%6s" % (
+                 "bench", "rnd", "yama", "off", "vfs", "nohook", "yama/off", "paired", "min",
+                 "vfs/off", "min", "off/nh", "yama/nh", "mad%")]
     for r in stat:
         m, y, v = r["median_ns"], r["yama/off"], r["vfs/off"]
-        lines.append("%-17s%5d%9s%9s%9s%9s%7s%7s%9s%7s%6s" % (
-            r["bench"], r["rounds"], f(m["yama"]), f(m["off"]), f(m["vfs"]), f(y["ratio"], 3),
-            f(y["paired"], 3), f(y["min"], 3), f(v["ratio"], 3), f(v["min"], 3), f(r["mad_pct"])))
+        lines.append("%-17s%5d%9s%9s%9s%9s%9s%7s%7s%9s%7s%9s%9s%6s" % (
+            r["bench"], r["rounds"], f(m["yama"]), f(m["off"]), f(m["vfs"]), f(m["nohook"]),
+            f(y["ratio"], 3), f(y["paired"], 3), f(y["min"], 3), f(v["ratio"], 3), f(v["min"], 3),
+            f(r["off/nohook"]["ratio"], 3), f(r["yama/nohook"]["ratio"], 3), f(r["mad_pct"])))
     lines.append("ptrace attach check: open()+close() of /proc/PID/mem of a descendant, scope 1 vs 0")
     for r in ptrace:
         m, s = r["median_ns"], r["scope1/scope0"]
@@ -149,11 +155,13 @@ def main(ws, args):
         conf.write_text("".join('%s="%s"\n' % kv for kv in SETTINGS.items()))
         initrd = qemu.initramfs(kdir, out / "initramfs.cpio", Path(__file__).with_name("bench-init"),
                                 files={"/bin/yama_bench": out / "yama_bench", "/bench.conf": conf})
-        st.progress("booting the bench kernel (%d batches per variant)" % SETTINGS["ROUNDS"])
-        b = qemu.boot(kdir / "arch/x86/boot/bzImage", initrd, "loglevel=4" + tsc_khz(),
-                      out / "boot", timeout=TIMEOUT, label="bench boot")
-        lines, rec = report(b.ktap, machine())
-        rec["problems"] += [b.problem] if b.problem else []
+        st.progress("booting the bench kernel %d times (%d batches per variant)"
+                    % (len(BOOTS), SETTINGS["ROUNDS"]))
+        boots = [qemu.boot(kdir / "arch/x86/boot/bzImage", initrd, "loglevel=4" + tsc_khz() + lsm,
+                           out / ("boot%d" % i), timeout=TIMEOUT, label="bench boot%d%s" % (i, lsm))
+                 for i, lsm in enumerate(BOOTS)]
+        lines, rec = report("".join(b.ktap for b in boots), machine(), len(boots))
+        rec["problems"] += [b.problem for b in boots if b.problem]
         (out / "kernel.txt").write_text("\n".join(lines) + "\n")
         (out / "kernel.json").write_text(json.dumps(rec, indent=1))
         print("\n".join(lines))
