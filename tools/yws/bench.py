@@ -106,15 +106,16 @@ def report(text, machine, boots=1):
              " off = all 0, vfs = fs.protected_* 1, nohook = boots with lsm= without yama;"
              " paired = median of per-batch ratios, min = ratio of the fastest batches,"
              " mad% = noise of the base variant",
-             "%-17s%5s%9s%9s%9s%9s%9s%7s%7s%9s%7s%9s%9s%6s" % (
+             "%-17s%5s%9s%9s%9s%9s%9s%7s%7s%9s%7s%9s%7s%9s%7s%6s" % (
                  "bench", "rnd", "yama", "off", "vfs", "nohook", "yama/off", "paired", "min",
-                 "vfs/off", "min", "off/nh", "yama/nh", "mad%")]
+                 "vfs/off", "min", "off/nh", "min", "yama/nh", "min", "mad%")]
     for r in stat:
         m, y, v = r["median_ns"], r["yama/off"], r["vfs/off"]
-        lines.append("%-17s%5d%9s%9s%9s%9s%9s%7s%7s%9s%7s%9s%9s%6s" % (
+        lines.append("%-17s%5d%9s%9s%9s%9s%9s%7s%7s%9s%7s%9s%7s%9s%7s%6s" % (
             r["bench"], r["rounds"], f(m["yama"]), f(m["off"]), f(m["vfs"]), f(m["nohook"]),
             f(y["ratio"], 3), f(y["paired"], 3), f(y["min"], 3), f(v["ratio"], 3), f(v["min"], 3),
-            f(r["off/nohook"]["ratio"], 3), f(r["yama/nohook"]["ratio"], 3), f(r["mad_pct"])))
+            *(f(r[k][s], 3) for k in ("off/nohook", "yama/nohook") for s in ("ratio", "min")),
+            f(r["mad_pct"])))
     lines.append("ptrace attach check: open()+close() of /proc/PID/mem of a descendant, scope 1 vs 0")
     for r in ptrace:
         m, s = r["median_ns"], r["scope1/scope0"]
