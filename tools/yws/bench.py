@@ -16,7 +16,7 @@ from pathlib import Path
 from . import qemu
 from .ws import Stage, run
 
-SETTINGS = {"ROUNDS": 151, "N_STAT": 1000, "N_LINK": 300, "N_PTRACE": 500,
+SETTINGS = {"ROUNDS": 451, "N_STAT": 200, "N_LINK": 300, "N_PTRACE": 500,
             "N_PROF": 10000, "PROF_ROUNDS": 3, "DEPTHS": "1 16 256",
             # where a path walk leaves RCU mode, the walk, and Yama's hook
             "PROF_FUNCS": "try_to_unlazy* try_to_unlazy_next* legitimize_links* "
