@@ -167,8 +167,7 @@ def prepare(ws, src, kdir, bindir, extra_programs=()):
         raise StageError("make install listed no yama program")
     sel = ws.root / "selftests"
     cpio = qemu.initramfs(kdir, bindir / "initramfs.cpio", sel / "init",
-                          files={"/usr/bin/timeout": sel / "timeout",
-                                 "/kconfig": Path(kdir) / ".config"},
+                          files={"/usr/bin/timeout": sel / "timeout"},
                           trees={"/kselftest": inst})
     return cpio, sum(not l.startswith("vfs-diff:") for l in listed)
 
