@@ -26,16 +26,16 @@ def make_env(ws):
     return {**NO_MAKE, **kbuild_env(ws)}
 
 
-def fragments(ws, src, extra=()):
+def fragments(ws, src, extra=(), after=()):
     """The test kernel's fragments in merge order: the minimal QEMU config,
     the cheap runtime checks, EXTRA (names in selftests/config/extra/, or
-    paths), and last the target's own config, as kernel CI merges it."""
+    paths), the target's own config, as kernel CI merges it, and AFTER
+    (the same kind of names: what the workspace's boots change of it)."""
     cfg = ws.root / "selftests/config"
-    frags = [cfg / "qemu-x86_64.config", cfg / "runtime-checks.config"]
-    frags += [Path(e) if "/" in str(e) else cfg / "extra" / (e + ".config")
-              for e in extra]
+    name = lambda e: Path(e) if "/" in str(e) else cfg / "extra" / (e + ".config")
     own = Path(src) / "tools/testing/selftests/yama/config"
-    return frags + [own] if own.exists() else frags
+    return [cfg / "qemu-x86_64.config", cfg / "runtime-checks.config", *map(name, extra),
+            *[own][:own.exists()], *map(name, after)]
 
 
 def kernel_dir(ws, extra=()):
@@ -43,9 +43,10 @@ def kernel_dir(ws, extra=()):
     return ws.dir("test-kernel") / ("+".join(map(str, extra)) or "default")
 
 
-def merge_config(ws, src, kdir, frags):
-    """KDIR/.config: allnoconfig plus FRAGS by merge_config.sh -n -s
-    (strict), failing when any requested option is not set."""
+def merge_config(ws, src, kdir, frags, strict=True):
+    """KDIR/.config: allnoconfig plus FRAGS by merge_config.sh -n (-s:
+    STRICT, no fragment redefines an option), failing when any requested
+    option is not set."""
     kdir = Path(kdir)
     kdir.mkdir(parents=True, exist_ok=True)
     for f in frags:
@@ -57,7 +58,7 @@ def merge_config(ws, src, kdir, frags):
         (kdir / "Makefile").write_text("include %s/Makefile\n" % src)
     log = kdir / "config.log"
     log.unlink(missing_ok=True)
-    run([Path(src) / "scripts/kconfig/merge_config.sh", "-n", "-s", "-O", kdir,
+    run([Path(src) / "scripts/kconfig/merge_config.sh", "-n", *["-s"][:strict], "-O", kdir,
          *frags], cwd=kdir, log=log, label="merge_config.sh",
         env={**NO_MAKE, "MAKEFLAGS": " ".join(KBUILD_FLAGS), "ARCH": "x86_64"})
     unmet = [l for l in log.read_text().splitlines()
@@ -75,9 +76,10 @@ def kmake(ws, src, out, *targets, log=None, label=None, timeout=None):
                label=label or "make " + " ".join(targets))
 
 
-def build_kernel(ws, src, kdir, extra=()):
-    """The config from the fragments (+EXTRA) and the bzImage in KDIR."""
-    merge_config(ws, src, kdir, fragments(ws, src, extra))
+def build_kernel(ws, src, kdir, extra=(), after=()):
+    """The config from the fragments (+EXTRA, +AFTER, which may redefine
+    what the target's config set) and the bzImage in KDIR."""
+    merge_config(ws, src, kdir, fragments(ws, src, extra, after), not after)
     log = Path(kdir) / "build.log"
     log.write_text("")
     try:

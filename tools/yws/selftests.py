@@ -4,7 +4,8 @@ The kernel is the minimal QEMU config plus the target's own config
 (qemu.build_kernel); the tests are built and installed the upstream way,
 make -C tools/testing/selftests TARGETS=yama install, and run by the
 kernel's run_kselftest.sh from selftests/init, one boot per scenario of
-selftests/scenarios ("name|kernel command line|checks"). The KTAP of the
+selftests/scenarios ("name|kernel command line|checks|fragments merged
+after the target's config", one kernel per fragment list). The KTAP of the
 result channel becomes counts, a skip a skip with its reason.
 """
 import contextlib
@@ -109,10 +110,10 @@ def judge(name, boot, checks, programs):
             problems.append("console lacks /%s/" % arg)
         elif flag == "--console-must-not" and found:
             problems.append("console has /%s/: %s" % (arg, found.group(0)))
-        elif flag == "--must-pass":
+        elif flag in ("--must-pass", "--must-skip"):
             matched = [c for c in cases if fnmatch.fnmatch(c["name"], arg)]
-            problems += ["%s: %s, must pass here %s" % (c["name"], c["result"],
-                         c["reason"]) for c in matched if c["result"] != "pass"]
+            problems += ["%s: %s, must %s here %s" % (c["name"], c["result"], flag[7:],
+                         c["reason"]) for c in matched if c["result"] != flag[7:]]
             if not matched:
                 problems.append("no case matches %s" % arg)
     counts = {k: sum(c["result"] == k for c in cases) for k in ("pass", "fail", "skip")}
@@ -121,8 +122,8 @@ def judge(name, boot, checks, programs):
 
 
 def scenarios(path, only=()):
-    """[(name, cmdline, checks)] of a scenario file, those named in ONLY."""
-    rows = [(l.split("|") + ["", ""])[:3] for l in Path(path).read_text().splitlines()
+    """[(name, cmdline, checks, fragments)] of a scenario file, those named in ONLY."""
+    rows = [(l.split("|") + ["", "", ""])[:4] for l in Path(path).read_text().splitlines()
             if l.strip() and not l.startswith("#")]
     rows = [r for r in rows if not only or r[0] in only]
     if not rows:
@@ -176,7 +177,7 @@ def boots(kernel, initrd, rows, outdir, programs, *, timeout=900, smp=1):
     """Boot every scenario of ROWS (side by side, one per CPU) and judge it:
     {name: result}."""
     def one(row):
-        name, cmdline, checks = row
+        name, cmdline, checks = row[:3]
         m = re.search(r"selftests\.only=(\S+)", cmdline)
         b = qemu.boot(kernel, initrd, cmdline, Path(outdir) / name,
                       timeout=timeout, smp=smp, label="boot " + name)
@@ -225,11 +226,15 @@ def run_selftests(ws, args, name="selftests", rows=None, timeout=900,
     with Stage(ws, name, what) as st:
         if not (ws.tree / "tools/testing/selftests/yama/Makefile").exists():
             raise StageError("no tools/testing/selftests/yama in %s" % ws.tree)
-        kdir = qemu.kernel_dir(ws)
-        with qemu.locked(kdir):
-            kernel = qemu.build_kernel(ws, ws.tree, kdir)
-            initrd, programs = prepare(ws, ws.tree, kdir, out / "bin")
-            publish(st, boots(kernel, initrd, rows, out, programs, timeout=timeout))
+        results = {}
+        for frags in dict.fromkeys(r[3] for r in rows):     # one kernel each
+            kdir = qemu.kernel_dir(ws, frags.split())
+            with qemu.locked(kdir):
+                kernel = qemu.build_kernel(ws, ws.tree, kdir, after=frags.split())
+                initrd, programs = prepare(ws, ws.tree, kdir, out / "bin" / kdir.name)
+                results.update(boots(kernel, initrd, [r for r in rows if r[3] == frags],
+                                     out, programs, timeout=timeout))
+        publish(st, results)
     return st.exit_code
 
 
@@ -238,7 +243,7 @@ def run_vfs_diff(ws, args):
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     cases = 1 if args.case is not None else args.cases
     secs = cases // 100 + 300      # ~2 ms a case under TCG, 10 ms allowed
-    name, cmdline, checks = scenarios(ws.root / "selftests/scenarios", ["vfs-diff"])[0]
+    name, cmdline, checks, frags = scenarios(ws.root / "selftests/scenarios", ["vfs-diff"])[0]
     cmdline += " vfsdiff.seed=%d vfsdiff.cases=%d selftests.timeout=%d" % (seed, cases, secs)
     if args.case is not None:
         cmdline += " vfsdiff.case=%d" % args.case
@@ -247,7 +252,7 @@ def run_vfs_diff(ws, args):
           " (one case: VFSDIFF_CASE=N)" % (seed, cases, seed, cases))
     with (mutations.applied(ws.tree, Path(args.inject).resolve()) if args.inject
           else contextlib.nullcontext()):
-        rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks)], secs + 60,
+        rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks, frags)], secs + 60,
                            "the differential test, seed %d (selftests/vfs-diff)" % seed)
     log = ws.build / "vfs-diff" / name / "ktap.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []

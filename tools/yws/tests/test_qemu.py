@@ -34,6 +34,7 @@ def test_fragments_merge_the_targets_own_config_last(ws, tmp_path):
                                        "kasan.config", "other.config", "config"]
     assert frags[-1] == own
     assert qemu.fragments(ws, tmp_path / "none")[-1].name == "runtime-checks.config"
+    assert qemu.fragments(ws, src, after=["kasan"])[-2:] == [own, frags[2]]
 
 
 def test_an_option_merge_config_could_not_set_fails(ws, tmp_path):

@@ -63,6 +63,8 @@ def test_the_scenarios_checks_and_console_splats():
     r = selftests.judge("default", boot(), checks, 2)
     assert r["problems"] == ["ptrace.scope2.admin: fail, must pass here ",
                              "no case matches global.*"]
+    r = selftests.judge("minimal", boot(), "--must-skip ptrace.scope2.*", 2)
+    assert r["problems"] == ["ptrace.scope2.admin: fail, must skip here "]
     r = selftests.judge("no-yama", boot(console="landlock: Up\nWARNING: at x.c:1\n"),
                         "--all-skip --console-must Yama:", 2)
     assert "WARNING: WARNING: at x.c:1" in r["problems"]
@@ -90,5 +92,8 @@ def test_the_workspace_scenarios_parse(tmp_path):
     rows = selftests.scenarios(ws.root / "selftests/scenarios")
     names = [r[0] for r in rows]
     assert "default" in names and "vfs-diff" in names
-    assert all(len(r) == 3 for r in rows)
+    assert all(len(r) == 4 for r in rows)
+    assert {r[3] for r in rows} == {"yama-links", "", "no-optional"}
+    assert all((ws.root / "selftests/config/extra" / (f + ".config")).exists()
+               for r in rows for f in r[3].split())
     assert selftests.scenarios(ws.root / "selftests/scenarios", ["no-yama"])[0][1] == "lsm=landlock"
