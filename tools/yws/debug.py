@@ -1,6 +1,6 @@
 """make check-debug: the series on a debug kernel in QEMU, and its corpus.
 
-One kernel, the test kernel with the kasan and check-debug fragments
+One kernel, the test kernel with the kasan, check-debug and yama-links fragments
 (KASAN, KFENCE, lockdep, PROVE_RCU, DEBUG_OBJECTS, KUnit at boot), booted
 once as selftests/stress/scenarios says (panic_on_warn=1): yama_stress,
 yama_badinput (the bad-input corpus modelled here), the kselftests; Yama's
@@ -189,7 +189,7 @@ def corpus_h(entries, seed=SEED, source="sysctl_test.c"):
     return "\n".join(out + ["};", ""])
 
 
-EXTRA = ["kasan", "check-debug"]      # selftests/config/extra/ fragments
+EXTRA = ["kasan", "check-debug", "yama-links"]      # selftests/config/extra/ fragments
 FOUND = ["*/*", "console", "kunit/*"]  # what a planted bug must make fail
 
 
