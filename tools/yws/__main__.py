@@ -16,15 +16,11 @@ GLOBAL = {"--build": "build folder (default: build/)",
 
 
 def commands():
-    """Every stage module's COMMANDS, in the order of MODULES."""
+    """Every stage module's COMMANDS, in the order of MODULES. A module that
+    does not import fails the command: no stage goes missing quietly."""
     found = {}
     for name in MODULES:
-        try:
-            mod = importlib.import_module("yws." + name)
-        except ImportError as e:
-            print("warning: yws.%s not loaded: %s" % (name, e), file=sys.stderr)
-            continue
-        found.update(getattr(mod, "COMMANDS", {}))
+        found.update(importlib.import_module("yws." + name).COMMANDS)
     return found
 
 

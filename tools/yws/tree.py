@@ -211,7 +211,8 @@ def base_commit(tree):
                check=False) or None
 
 
-cover_commit = b4prep.cover_commit
+def cover_commit(tree):
+    return b4prep.cover_commit(tree)   # at call time: b4prep imports mail imports tree
 
 
 def patches(tree):

@@ -263,3 +263,16 @@ def test_test_tools_follows_pytest_s_exit_status(ws, tmp_path):
         "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 3\n")
     assert check.test_tools(ws, argparse.Namespace(tests=str(tests), pytest_args=[])) == 1
     assert "exit 3" in results.read(ws.results, "test-tools")["summary"]
+
+
+def test_every_module_imports_on_its_own():
+    """No import cycle hides behind the order the command line imports in."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    tools = Path(__file__).resolve().parents[2]
+    for f in sorted((tools / "yws").glob("*.py")):
+        if f.stem != "__main__":
+            r = subprocess.run([sys.executable, "-c", "import yws." + f.stem], cwd=tools,
+                               capture_output=True, text=True)
+            assert r.returncode == 0, "yws.%s: %s" % (f.stem, r.stderr.strip()[-300:])
