@@ -1,6 +1,7 @@
 """make check-debug: the series on a debug kernel in QEMU, and its corpus.
 
-One kernel, the test kernel with the kasan, check-debug and yama-links fragments
+One kernel, the test kernel with the kasan and check-debug fragments and, after
+the target's config, yama-links
 (KASAN, KFENCE, lockdep, PROVE_RCU, DEBUG_OBJECTS, KUnit at boot), booted
 once as selftests/stress/scenarios says (panic_on_warn=1): yama_stress,
 yama_badinput (the bad-input corpus modelled here), the kselftests; Yama's
@@ -189,7 +190,7 @@ def corpus_h(entries, seed=SEED, source="sysctl_test.c"):
     return "\n".join(out + ["};", ""])
 
 
-EXTRA = ["kasan", "check-debug", "yama-links"]      # selftests/config/extra/ fragments
+EXTRA, AFTER = ["kasan", "check-debug"], ["yama-links"]  # selftests/config/extra/, before and after the target's config
 FOUND = ["*/*", "console", "kunit/*"]  # what a planted bug must make fail
 
 
@@ -254,9 +255,9 @@ def check_debug(ws, args):
             print("== check-debug: back to the debug kernel", flush=True)
         progs, n = programs(ws, out / "stress")
         rows = selftests.scenarios(ws.root / "selftests/stress/scenarios")
-        kdir = qemu.kernel_dir(ws, EXTRA)
+        kdir = qemu.kernel_dir(ws, EXTRA + AFTER)
         with qemu.locked(kdir):
-            kernel = qemu.build_kernel(ws, ws.tree, kdir, EXTRA)
+            kernel = qemu.build_kernel(ws, ws.tree, kdir, EXTRA, AFTER)
             initrd, count = selftests.prepare(ws, ws.tree, kdir, out / "bin", progs)
             res = selftests.boots(kernel, initrd, rows, out, count, timeout=2400, smp=2)
         selftests.publish(st, res)
