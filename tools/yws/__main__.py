@@ -5,8 +5,8 @@ import sys
 
 from .ws import StageError, Workspace
 
-MODULES = ["tree", "gates", "kunit", "selftests", "debug", "mutations",
-           "bench", "posting", "mail", "check"]
+MODULES = ["deps", "prep", "series_check", "kunit", "selftests", "check_debug", "mutations",
+           "bench", "posting", "review", "trailers", "runner"]
 GLOBAL = {"--build": "build folder (default: build/)",
           "--out": "what a user takes away (default: out/)",
           "--tree": "the kernel tree (default: BUILD/linux)",

@@ -9,13 +9,13 @@ program/test, under any scenario/): it is caught only when a case matching one o
 other failures alone are "off-target". A patch that does not apply, a build
 error or a run that reports nothing is an "error", never caught.
 
-Each patch is applied to build/mutations/linux, a --shared clone holding
+Each patch is applied to build/mutations/author, a --shared clone holding
 the tree as it is (its HEAD and uncommitted edits), and always taken back
-out; the developer's tree is never touched. The stage runs as `python3 -m
-yws --build build/mutations --tree build/mutations/linux STAGE`, so its
-kernels and results stay in build/mutations, never in build/results. Its
-kernels sit two levels under build/mutations as the tree's do under build/:
-ccache's relative paths match, and only what the patch touches is compiled.
+out; the author's tree is never touched. The stage runs as `python3 -m yws
+--build build/mutations/build --tree build/mutations/author STAGE`: its
+kernels and results stay in build/mutations, never in build/results, laid
+out as the workspace's (tree and build/ side by side), so ccache's relative
+paths match and only what the patch touches is compiled.
 """
 import fnmatch
 import json
@@ -88,7 +88,7 @@ def checkout(ws, build):
     """BUILD/linux, a --shared clone of the tree set to the tree as it is
     (HEAD, then its edits and new files as uncommitted changes)."""
     tid = tree_state(ws.tree)[0]        # its objects: in the tree, shared
-    dest = shared_clone(ws.tree, build / "linux", "refs/mutations/head")
+    dest = shared_clone(ws.tree, build / ws.tree.name, "refs/mutations/head")
     git(dest, "checkout", "-q", "-f", "--detach", "refs/mutations/head")
     git(dest, "clean", "-qfd")
     git(dest, "read-tree", "-u", "--reset", tid)
@@ -101,10 +101,10 @@ def prove(ws, patch, stage, args, must, build):
     out = build / patch.stem
     out.mkdir(parents=True, exist_ok=True)
     (out / "log").unlink(missing_ok=True)
-    results.remove(build / "results", stage)
+    results.remove(build / "build" / "results", stage)
     try:
         tree = checkout(ws, build)
-        cmd = [PYTHON, "-m", "yws", "--build", build, "--tree", tree,
+        cmd = [PYTHON, "-m", "yws", "--build", build / "build", "--tree", tree,
                "--series", ws.series, "--base", ws.base, stage, *args]
         with applied(tree, patch):
             run(cmd, cwd=ws.root, env={"PYTHONPATH": ws.root / "tools"},
@@ -112,7 +112,7 @@ def prove(ws, patch, stage, args, must, build):
                 timeout=TIMEOUT, check=False)
     except StageError as e:
         return "error", str(e)
-    rec = results.read(build / "results", stage)
+    rec = results.read(build / "build" / "results", stage)
     (out / "result.json").write_text(json.dumps(rec, indent=1))
     return judge(must, rec)
 
@@ -154,5 +154,6 @@ def add_arguments(p):
     p.add_argument("names", nargs="*", metavar="NAME", help="only these patches (file names without .patch)")
 
 
-COMMANDS = {"mutations": ("break Yama's rules one patch at a time; the owning stage must fail",
+COMMANDS = {"mutations": ("break Yama's rules one patch at a time; the owning stage must fail "
+                          "(MUTATIONS=\"a b\": only these)",
                           add_arguments, main)}

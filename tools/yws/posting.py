@@ -9,19 +9,13 @@ import re
 import shutil
 import textwrap
 
-from . import b4prep, mail, results, tree as T
-from .b4prep import posted, changelog, read
-from .ws import StageError, Stage, git, run, shared_clone, workspace_id
+from . import cover, prep, results, sender, thread as TH
+from .cover import posted, changelog, read
+from .deps import base_commit
+from .ws import StageError, Stage, git, run, shared_clone
 
-TESTED = [("series-check", "Series gates (`make series-check`: per patch checkpatch "
-           "--strict, W=1 + sparse build, kernel-doc; the tip's config matrix)"),
-          ("kunit", "KUnit (`make kunit`: kunit.py run --arch=x86_64 "
-           "--kunitconfig=security/yama, under QEMU)"),
-          ("selftests", "kselftests (`make selftests`: tools/testing/selftests/yama, "
-           "one QEMU boot per scenario)")]
-OPTIONAL = [("check-debug", "Debug kernel (`make check-debug`: KASAN, lockdep, "
-             "PROVE_RCU, KFENCE, panic_on_warn)"),
-            ("vfs-diff", "Differential test against the VFS's link rules (`make vfs-diff`)")]
+TESTED = ["series-check", "kunit", "selftests"]      # the Testing section's stages
+OPTIONAL = ["series-check-sysctl-whole", "check-debug", "vfs-diff"]
 REF = re.compile(r"\[\[([^\[\]]+)\]\]")
 LSM_LIST = "linux-security-module@vger.kernel.org"
 REQUIRED_LISTS = [(re.compile(r"^fs/"), "linux-fsdevel@vger.kernel.org"),
@@ -38,56 +32,39 @@ def fill(text, indent="  ", first=""):
 
 
 # ------------------------------------------------------------ freshness
-def fresh(ws, stage, tree_id):
-    """STAGE's passing result of TREE_ID with this workspace's test code
-    (the selftests' with the default boot among its scenarios), or None."""
-    rec = results.fresh(ws.results, stage, tree_id, workspace_id(ws))
-    if rec and stage == "selftests" and "default" not in rec["details"].get("scenarios", {}):
-        return None
-    return rec
-
-
-def stale_stages(ws, tree_id):
-    """[(stage, why)] of the stages the Testing section needs that have no
-    passing result of TREE_ID."""
-    out = []
-    for s, _ in TESTED:
-        rec = results.read(ws.results, s)
-        if fresh(ws, s, tree_id):
-            continue
-        out.append((s, "no result" if not rec else "it failed" if rec["verdict"] != "pass"
-                    else "it tested tree %s" % (rec["tree"] or "none")[:12]
-                    if rec["tree"] != tree_id else "older test code or no default boot"))
-    return out
-
-
-def fresh_results(ws, tree_id, rerun):
-    """{stage: result} of this tree for the Testing section; stale stages
-    are run again (RERUN, through check's pipeline) or stop the posting."""
-    stale = stale_stages(ws, tree_id)
-    if stale and rerun:
-        from . import check
-        argv = dict(check.ALL)
-        for s, _ in stale:
-            check.run_stage(ws, s, argv.get(s, []), rerun=True)
-        print("== posting: back to the posting", flush=True)
-        stale = stale_stages(ws, tree_id)
+def fresh_results(ws):
+    """{stage: result} that hold for the tree as it is (results.fresh):
+    all of TESTED (the selftests' with the default boot) or the posting
+    stops, naming each stale stage and why; OPTIONAL ones when fresh."""
+    recs, stale = {}, []
+    for s in TESTED + OPTIONAL:
+        rec, why = results.fresh(ws, s, ["selftests", "default"] if s == "selftests" else None)
+        if rec:
+            recs[s] = rec
+        elif s in TESTED:
+            stale.append("%s (%s)" % (s, why))
     if stale:
-        raise StageError("no result of tree %s for %s: run make %s (or make posting "
-                         "RERUN=1 to run them first)" % (
-                             tree_id[:12], ", ".join("%s (%s)" % sw for sw in stale),
-                             " ".join(s for s, _ in stale)))
-    return {s: fresh(ws, s, tree_id) for s, _ in TESTED + OPTIONAL if fresh(ws, s, tree_id)}
+        raise StageError("no result that holds for this tree: %s; run make (or make %s)"
+                         % ("; ".join(stale), " ".join(s.split()[0] for s in stale)))
+    return recs
+
+
+def label(stage):
+    """How the Testing section names a stage: its command's help line."""
+    from .__main__ import commands
+    name = "series-check" if stage == "series-check-sysctl-whole" else stage
+    return "`make %s`%s: %s" % (name, " (SYSCTL=n tip whole)" if name != stage else "",
+                               commands()[name][0])
 
 
 def testing_section(recs, tree_id):
     out = [fill("Testing (by the workspace; every result below is of tree %s, the tree "
                 "of the base with these patches):" % tree_id[:12], ""), ""]
-    for s, label in TESTED + OPTIONAL:
+    for s in TESTED + OPTIONAL:
         r = recs.get(s)
         if r:
             out.append(fill("- %s: %d passed, %d failed%s, in %ds: %s." % (
-                label, r["passed"], r["failed"],
+                label(s), r["passed"], r["failed"],
                 ", %d skipped" % r["skipped"] if r["skipped"] else "", r["seconds"],
                 r["summary"].rstrip("."))))
     return "\n".join(out)
@@ -124,7 +101,7 @@ def rewrap_entries(text):
 
 
 def thread_of(path):
-    return mail.numbered(mail.read_mbox(path))
+    return TH.numbered(TH.read_mbox(path))
 
 
 def cover_msgid(path):
@@ -152,7 +129,7 @@ def changes_section(ws, rev, subjects):
 def compose_cover(ws, rev, subjects, testing):
     """cover-letter/cover.txt: "#" lines dropped, @@TESTING@@ and @@CHANGES@@
     filled in, [[...]] numbered (a paragraph opening with one refilled)."""
-    text = b4prep.cover_text(ws) + "\n"
+    text = cover.cover_text(ws) + "\n"
     if not text.startswith("security: Yama LSM"):
         raise StageError("cover.txt: the subject must start with 'security: Yama LSM'")
     if "@@TESTING@@" not in text:
@@ -187,7 +164,7 @@ def b4(tree, *args, env=None, label=None):
 def put_cover(ws, rev, cover, work):
     """The cover into b4's cover commit: b4 prep --force-revision, --edit-cover
     (the editor copies the composed text), --auto-to-cc (get_maintainer.pl)."""
-    tree, cc = ws.tree, T.cover_commit(ws.tree)
+    tree, cc = ws.tree, prep.cover_commit(ws.tree)
     if not cc:
         raise StageError("%s has no b4 cover commit (make tree makes it)" % tree)
     if '"revision": %d,' % rev not in git(tree, "log", "-1", "--format=%B", cc):
@@ -236,17 +213,17 @@ def proof(ws, thread, tree_id, work):
     d = work / "proof"
     shutil.rmtree(d, ignore_errors=True)
     shared_clone(ws.tree, d, "refs/proof/tip")
-    files = {f for p in thread_of(thread) for f in touched(mail.text(p[4]))}
+    files = {f for p in thread_of(thread) for f in touched(TH.text(p[4]))}
     git(d, "sparse-checkout", "set", "--no-cone", *("/" + f for f in sorted(files)))
     git(d, "checkout", "-q", "--detach", "base")
-    mail.git_am(d, mail.b4_am(thread, work / "am", d))
+    TH.git_am(d, TH.b4_am(thread, work / "am", d))
     got = git(d, "rev-parse", "HEAD^{tree}")
     n = int(git(d, "rev-list", "--count", "base..HEAD"))
     if got != tree_id:
         raise StageError("git am of %s onto the base gives tree %s, the tree is %s" % (
             thread, got[:12], tree_id[:12]))
     return "git am of the %d patches of %s onto base %s (as b4 am gives them) = tree %s" % (
-        n, thread.name, T.base_commit(d)[:12], got[:12])
+        n, thread.name, base_commit(d)[:12], got[:12])
 
 
 # ------------------------------------------------------------ lint
@@ -264,7 +241,7 @@ def lint(pats, rev, ident=None, cover_text=""):
                                                 "; ".join(bad) or good))
     M = pats[0][1]
     cover = next((p[4] for p in pats if p[0] == 0), None)
-    prefixes = {re.sub(r" *\d+/\d+$", "", re.match(r"^\[([^\]]*)\]", mail.unfold(
+    prefixes = {re.sub(r" *\d+/\d+$", "", re.match(r"^\[([^\]]*)\]", TH.unfold(
         p[4]["Subject"])).group(1)) for p in pats}
     check("format", [w for w, bad in [
         ("no cover letter 0/%d" % M, cover is None),
@@ -279,7 +256,7 @@ def lint(pats, rev, ident=None, cover_text=""):
           ["%d/%d is not a reply to the cover" % (p[0], M) for p in pats
            if cover and p[0] and p[4].get("In-Reply-To", "").strip() != cid],
           "From/To/Subject/Message-ID on each; patches thread under the cover")
-    texts = {p[0]: mail.text(p[4]) for p in pats}
+    texts = {p[0]: TH.text(p[4]) for p in pats}
     msgs = {n: t.split("\n---\n")[0] for n, t in texts.items()}
     if cover is not None:
         have = {a.lower() for _, a in email.utils.getaddresses(
@@ -307,7 +284,7 @@ def lint(pats, rev, ident=None, cover_text=""):
     check("editme", ["%d/%d still has EDITME" % (n, M) for n, t in texts.items()
                      if "EDITME" in t or "EDITME" in str(pats[0][4]["Subject"])], "no EDITME")
     if ident:
-        why = mail.placeholder_reasons(ident[1])
+        why = sender.placeholder_reasons(ident[1])
         res.append(("sender", "warn" if why else "pass", "%s <%s>%s" % (
             ident[0], ident[1], ": a placeholder, NOT SENDABLE (%s)" % "; ".join(why)
             if why else "")))
@@ -315,12 +292,12 @@ def lint(pats, rev, ident=None, cover_text=""):
 
 
 # ------------------------------------------------------------ range-diff
-def range_diff(ws, old_rev, new_mbox, out):
+def range_diff(ws, old_rev, new_mbox, out, work):
     """b4 diff -m of the posted vOLD_REV and NEW_MBOX into OUT. b4 rebuilds
     each revision on the blobs its patches name: the current base's come
     from the tree, vN's base's from cover-letter/posted/vN.preimage.tar.xz,
-    in a scratch repository (no old base needs to be installed)."""
-    repo = ws.dir("posting") / "range-diff.git"
+    in a scratch repository in WORK (no old base needs to be installed)."""
+    repo = work / "range-diff.git"
     if not (repo / "HEAD").exists():
         run(["git", "init", "-q", "--bare", repo])
         root = git(repo, "commit-tree", "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "-m", "root",
@@ -332,14 +309,14 @@ def range_diff(ws, old_rev, new_mbox, out):
     (repo / "objects" / "info" / "alternates").write_text(objs + "/objects\n")
     pre = posted(ws, old_rev, "preimage.tar.xz")
     if pre.exists():
-        tmp = ws.dir("posting") / "preimage"
+        tmp = work / "preimage"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         run(["tar", "-xJf", pre, "-C", tmp], label="tar")
         paths = "".join("%s\n" % p for p in tmp.rglob("*") if p.is_file())
         git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths", input=paths)
     out.unlink(missing_ok=True)
-    b4(ws.dir("posting"), "diff", "-g", repo, "-m", posted(ws, old_rev), new_mbox, "-o", out,
+    b4(work, "diff", "-g", repo, "-m", posted(ws, old_rev), new_mbox, "-o", out,
        label="b4 diff")
     if not out.exists() or not out.stat().st_size:
         raise StageError("b4 diff -m v%d.mbox %s wrote nothing" % (old_rev, new_mbox))
@@ -351,7 +328,7 @@ def preimage_files(mbox):
     seen, out = set(), []
     for p in sorted(thread_of(mbox), key=lambda p: p[0]):
         for f, blob in re.findall(r"(?m)^diff --git a/\S+ b/(\S+)\n(?:.*\n)*?index ([0-9a-f]+)\.\.",
-                                  mail.text(p[4]) if p[0] else ""):
+                                  TH.text(p[4]) if p[0] else ""):
             if f not in seen and set(blob) != {"0"}:
                 out.append(f)
             seen.add(f)
@@ -360,7 +337,7 @@ def preimage_files(mbox):
 
 # ------------------------------------------------------------ stages
 def stage_posting(ws, args):
-    ident = mail.identity(ws)
+    ident = sender.identity(ws)
     with Stage(ws, "posting", "cover-letter/ + b4 send -o -> out/posting/vN, proof, lint, "
                "range-diff") as st:
         if st.dirty:
@@ -369,16 +346,16 @@ def stage_posting(ws, args):
                              "them (git commit --fixup / rebase -i) first" % ", ".join(
                                  ln.split(None, 1)[-1] for ln in files[:4]))
         work = ws.dir("posting")
-        rev = b4prep.current_revision(ws, st.tree_id)
+        rev = cover.current_revision(ws, st.tree_id)
         outdir = ws.out / "posting" / ("v%d" % rev)
         thread = outdir / "thread.mbox"
-        recs = fresh_results(ws, st.tree_id, args.rerun)
+        recs = fresh_results(ws)
         ch, prev = read(changelog(ws, rev)), read(posted(ws, rev - 1, "tree"))
-        if rev > 1 and (ch or "").startswith(b4prep.NO_CHANGE) and prev != st.tree_id:
+        if rev > 1 and (ch or "").startswith(cover.NO_CHANGE) and prev != st.tree_id:
             raise StageError("the series changed since v%d but %s says no change: "
                              "describe it (make range-diff)" % (rev - 1, changelog(ws, rev)))
-        subjects = [git(ws.tree, "log", "-1", "--format=%s", c) for c in T.patches(ws.tree)]
-        b4prep.configure(ws, ws.tree)
+        subjects = [git(ws.tree, "log", "-1", "--format=%s", c) for c in prep.patches(ws.tree)]
+        prep.configure(ws, ws.tree)
         put_cover(ws, rev, compose_cover(ws, rev, subjects,
                                          testing_section(recs, st.tree_id)), work)
         print("  b4 send -o %s: %d messages" % (outdir, send(ws, outdir)), flush=True)
@@ -386,7 +363,7 @@ def stage_posting(ws, args):
         lines = [proof(ws, thread, st.tree_id, work)]
         checks = lint(thread_of(thread), rev, ident, read(outdir / "cover.txt") or "")
         if rev > 1:
-            rd = range_diff(ws, rev - 1, thread, outdir / ("range-diff-v%d.txt" % (rev - 1)))
+            rd = range_diff(ws, rev - 1, thread, outdir / ("range-diff-v%d.txt" % (rev - 1)), work)
             lines.append("range-diff against v%d: %s" % (rev - 1, rd))
         lines += ["lint %-10s %-4s %s" % c for c in checks]
         (outdir / "proof.txt").write_text("posting v%d of tree %s\n%s\n" % (
@@ -395,30 +372,31 @@ def stage_posting(ws, args):
         st.passed = 1 + sum(c[1] != "fail" for c in checks) + (rev > 1)
         st.failed = sum(c[1] == "fail" for c in checks)
         st.details = {"revision": rev, "dir": str(outdir), "thread": str(thread),
-                      "sendable": mail.sendable(ident),
+                      "sendable": sender.sendable(ident),
                       "lint": [dict(zip(("name", "verdict", "detail"), c)) for c in checks]}
-        st.summary = "v%d in %s, proven%s" % (rev, outdir, "" if mail.sendable(ident)
+        st.summary = "v%d in %s, proven%s" % (rev, outdir, "" if sender.sendable(ident)
                                                else "; placeholder sender: NOT SENDABLE")
-    if mail.warning(ident):
-        print(mail.warning(ident))
+    if sender.warning(ident):
+        print(sender.warning(ident))
     return st.exit_code
 
 
 def stage_range_diff(ws, args):
     with Stage(ws, "range-diff", "b4 diff -m of the last posted revision and this one") as st:
-        rev = b4prep.current_revision(ws, st.tree_id)
+        rev = cover.current_revision(ws, st.tree_id)
         if rev < 2:
             st.verdict, st.summary = "skip", "no posted revision yet (cover-letter/posted/)"
             return 0
-        rec = results.fresh(ws.results, "posting", st.tree_id)
+        rec, _ = results.fresh(ws, "posting")
         if rec and rec["details"].get("revision") == rev:
             new = rec["details"]["thread"]
         else:
-            new = ws.dir("posting") / "tree.mbox"
-            start = T.cover_commit(ws.tree) or T.base_commit(ws.tree)
-            new.write_text(T.format_patch(ws.tree, "--stdout", "--thread", "--numbered",
+            new = ws.dir("range-diff") / "tree.mbox"
+            start = prep.cover_commit(ws.tree) or base_commit(ws.tree)
+            new.write_text(prep.format_patch(ws.tree, "--stdout", "--thread", "--numbered",
                                           "--subject-prefix=PATCH v%d" % rev, "%s..HEAD" % start))
-        out = range_diff(ws, rev - 1, new, ws.dir("posting") / ("range-diff-v%d.txt" % (rev - 1)))
+        out = range_diff(ws, rev - 1, new, ws.dir("range-diff") / ("range-diff-v%d.txt" % (rev - 1)),
+                         ws.dir("range-diff"))
         print(out.read_text(), end="")
         st.passed, st.summary = 1, "v%d against %s: %s" % (rev - 1, new, out)
     return st.exit_code
@@ -427,16 +405,16 @@ def stage_range_diff(ws, args):
 def stage_record(ws, args):
     with Stage(ws, "record-posting", "keep out/posting/vN as the posted vN "
                "(cover-letter/posted/)") as st:
-        rec = results.fresh(ws.results, "posting", st.tree_id)
+        rec, why = results.fresh(ws, "posting")
         if not rec:
-            raise StageError("no passing posting of this tree: make posting first")
+            raise StageError("no posting that holds for this tree (%s): make posting first" % why)
         rev, thread = rec["details"]["revision"], rec["details"]["thread"]
         if posted(ws, rev).exists():
             raise StageError("v%d is recorded already and nothing changed since" % rev)
         posted(ws, rev).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(thread, posted(ws, rev))
         posted(ws, rev, "tree").write_text(st.tree_id + "\n")
-        shutil.copyfile(b4prep.cover_dir(ws) / "cover.txt", posted(ws, rev, "cover.txt"))
+        shutil.copyfile(cover.cover_dir(ws) / "cover.txt", posted(ws, rev, "cover.txt"))
         git(ws.tree, "-c", "tar.tar.xz.command=xz -9 -c", "archive", "--format=tar.xz",
             "-o", posted(ws, rev, "preimage.tar.xz"), "base", "--",
             *preimage_files(posted(ws, rev)))
@@ -446,21 +424,16 @@ def stage_record(ws, args):
             cur.write_text(rewrap_entries(resolve_refs(read(cur), subjects)) + "\n")
         if not nxt.exists():
             nxt.parent.mkdir(parents=True, exist_ok=True)
-            nxt.write_text("%s v%d yet.\n" % (b4prep.NO_CHANGE, rev))
+            nxt.write_text("%s v%d yet.\n" % (cover.NO_CHANGE, rev))
         st.passed = 1
         st.summary = "v%d recorded (cover <%s>); the next posting is v%d: commit " \
             "cover-letter/" % (rev, cover_msgid(posted(ws, rev)), rev + 1)
     return st.exit_code
 
 
-def _posting_args(p):
-    p.add_argument("--rerun", action="store_true",
-                   help="run the stages whose results are not of this tree first")
-
-
 COMMANDS = {
     "posting": ("cover-letter/ + b4 send -o -> out/posting/vN/, proven (git am = the tree), "
-                "linted, range-diffed", _posting_args, stage_posting),
+                "linted, range-diffed", None, stage_posting),
     "range-diff": ("b4 diff -m of the last posted revision and the posting (or the tree)",
                    None, stage_range_diff),
     "record-posting": ("keep out/posting/vN as posted (cover-letter/posted/); next is vN+1",

@@ -39,8 +39,9 @@ def fragments(ws, src, extra=(), after=()):
 
 
 def kernel_dir(ws, extra=()):
-    """build/test-kernel/<default|extra+extra>: two levels under build/."""
-    return ws.dir("test-kernel") / ("+".join(map(str, extra)) or "default")
+    """build/kernel-<default|extra+extra>: one level under build/, as the
+    author's tree is one under the workspace (ccache's relative paths)."""
+    return ws.dir("kernel-" + ("+".join(map(str, extra)) or "default"))
 
 
 def merge_config(ws, src, kdir, frags, strict=True):

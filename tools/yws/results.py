@@ -49,14 +49,44 @@ def read(results_dir, stage):
     return rec
 
 
-def fresh(results_dir, stage, tree_id, workspace=None):
-    """The result of STAGE if it passed on exactly TREE_ID (and, when
-    given, with the test code of WORKSPACE), else None."""
-    rec = read(results_dir, stage)
-    if rec and rec["verdict"] == "pass" and rec["tree"] == tree_id and \
-            workspace in (None, rec["workspace"]):
-        return rec
+def covers(rec, argv):
+    """Whether REC's run answers a request for ARGV: the same command
+    line, or a selftests run of every scenario for one of some of them."""
+    return argv is None or rec["argv"] == list(argv) or (
+        rec["stage"] == "selftests" and rec["argv"] == ["selftests"])
+
+
+def why_stale(rec, now, argv=None, changed=lambda kind, old, new: []):
+    """None when REC passed on the tree and with the workspace's code of
+    NOW ({"tree": id, "workspace": id}) for ARGV; else why not, naming what
+    changed: CHANGED(kind, old id, new id) lists the paths that differ."""
+    if rec is None:
+        return "no result"
+    if rec["verdict"] != "pass":
+        return "it failed: %s" % (rec["summary"] or "no summary")[:120]
+    if not covers(rec, argv):
+        return "it ran as `%s`, not `%s`" % (" ".join(rec["argv"]), " ".join(argv))
+    for kind, what in (("tree", "the tree"), ("workspace", "the workspace's code")):
+        if rec[kind] is not None and rec[kind] != now[kind]:
+            paths = changed(kind, rec[kind], now[kind])
+            return "%s changed since it ran (%s)" % (what, ", ".join(paths[:4]) + (
+                " and %d more" % (len(paths) - 4) if len(paths) > 4 else "") if paths
+                else "%s -> %s" % (str(rec[kind])[:12], str(now[kind])[:12]))
     return None
+
+
+def fresh(ws, stage, argv=None):
+    """(result, None) when STAGE's last result holds for the author's tree
+    and the workspace's code as they are now (and ARGV), else (None, why).
+    The one freshness rule: the runner's reuse, the posting's Testing
+    section, range-diff and record-posting all ask it."""
+    from .ws import changed_paths, tree_state, workspace_id
+    rec = read(ws.results, stage)
+    now = {"tree": tree_state(ws.tree)[0] if (ws.tree / ".git").exists() else None,
+           "workspace": workspace_id(ws)}
+    why = why_stale(rec, now, argv, lambda kind, old, new: changed_paths(
+        ws.tree if kind == "tree" else ws.root, old, new))
+    return (None, why) if why else (rec, None)
 
 
 def remove(results_dir, stage):

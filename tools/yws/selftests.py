@@ -271,10 +271,11 @@ def vfs_diff_args(p):
 
 
 COMMANDS = {
-    "selftests": ("Yama kselftests in QEMU, one boot per selftests/scenarios line",
+    "selftests": ("Yama kselftests in QEMU, one boot per selftests/scenarios line (SCENARIO=name: one)",
                   lambda p: p.add_argument("scenarios", nargs="*",
                                            help="scenarios to boot (default: all)"),
                   run_selftests),
-    "vfs-diff": ("the differential test of Yama's link rules against the VFS's",
+    "vfs-diff": ("the differential test of Yama's link rules against the VFS's on random cases "
+                 "(VFSDIFF_SEED=, VFSDIFF_CASES=; VFSDIFF_CASE= replays one)",
                  vfs_diff_args, run_vfs_diff),
 }

@@ -1,5 +1,4 @@
 """The workspace: its paths, running commands, the tree id, stages."""
-import hashlib
 import os
 import shutil
 import signal
@@ -37,7 +36,7 @@ class Workspace:
         self.root = Path(root).resolve()
         self.build = Path(build or self.root / "build").resolve()
         self.out = Path(out or self.root / "out").resolve()
-        self.tree = Path(tree or self.build / "linux").resolve()
+        self.tree = Path(tree or self.root / "author").resolve()
         self.series = Path(series or self.root / "series").resolve()
         self.base = base
         self.sender = sender
@@ -150,9 +149,10 @@ def shared_clone(tree, dest, ref):
     return dest
 
 
-def staged(tree, pathspec, *cmd, tracked=False):
+def staged(tree, pathspec, *cmd, tracked=False, keep=None):
     """git CMD on a copy of TREE's index with the edits of PATHSPEC added
-    (of tracked files only if TRACKED): the real index is left alone."""
+    (of tracked files only if TRACKED), only the files of KEEP left when
+    given: the real index is left alone."""
     tree = Path(tree)
     gitdir = Path(git(tree, "rev-parse", "--absolute-git-dir"))
     with tempfile.TemporaryDirectory(dir=gitdir, prefix="yws-") as d:
@@ -161,6 +161,9 @@ def staged(tree, pathspec, *cmd, tracked=False):
         if real.exists():
             shutil.copy(real, env["GIT_INDEX_FILE"])
         git(tree, "add", "-u" if tracked else "-A", "--", *pathspec, env=env)
+        if keep:        # the index without the entries KEEP excludes (":!path")
+            git(tree, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--",
+                *(p[2:] for p in keep if p.startswith(":!")), env=env)
         return git(tree, *cmd, env=env)
 
 
@@ -179,10 +182,17 @@ CODE = [".", ":!series", ":!cover-letter", ":!notes", ":!*.md"]
 
 
 def workspace_id(ws):
-    """Hash of the tracked files that decide a verdict, as they are: an
-    untracked file (a log, a note) or an edit of prose changes nothing."""
-    listing = staged(ws.root, CODE, "ls-files", "-s", "--", *CODE, tracked=True)
-    return hashlib.sha1(listing.encode()).hexdigest()[:12]
+    """The git tree id of the tracked files that decide a verdict, as they
+    are: an untracked file (a log, a note) or an edit of prose changes
+    nothing, and two ids diff to the files that changed."""
+    return staged(ws.root, CODE, "write-tree", tracked=True, keep=CODE)
+
+
+def changed_paths(repo, old, new):
+    """The paths that differ between two tree ids of REPO ([] if unknown)."""
+    res = subprocess.run(["git", "-C", str(repo), "diff-tree", "-r", "--name-only", old, new],
+                         capture_output=True, text=True)
+    return res.stdout.split() if res.returncode == 0 else []
 
 
 def kbuild_env(ws):
@@ -209,7 +219,7 @@ class Stage:
         results.remove(self.ws.results, self.name)
         if self.tree is not None:
             if not (Path(self.tree) / ".git").exists():
-                self._publish("fail", "no kernel tree at %s (make tree)"
+                self._publish("fail", "no kernel tree at %s (make prep)"
                               % self.tree)
                 raise SystemExit(1)
             self.tree_id, self.dirty = tree_state(self.tree)

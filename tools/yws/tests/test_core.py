@@ -2,7 +2,7 @@
 import json
 import pytest
 
-from yws import check, results, tree
+from yws import runner as check, results, prep as tree
 from yws.ws import Stage, StageError, Workspace, run, shared_clone, tree_state, workspace_id
 from conftest import sh
 
@@ -83,10 +83,10 @@ def test_stage_fails_on_failures_on_nothing_and_on_errors(ws, body, summary):
 def test_fresh_only_for_the_same_tree(ws):
     with Stage(ws, "unit", "x") as st:
         st.passed = 1
-    tid = tree_state(ws.tree)[0]
-    assert results.fresh(ws.results, "unit", tid)
+    assert results.fresh(ws, "unit") == (results.read(ws.results, "unit"), None)
     (ws.tree / "a.c").write_text("int other;\n")
-    assert not results.fresh(ws.results, "unit", tree_state(ws.tree)[0])
+    rec, why = results.fresh(ws, "unit")
+    assert rec is None and why == "the tree changed since it ran (a.c)"
 
 
 def test_run_reports_exit_and_kills_on_timeout(tmp_path):
@@ -178,7 +178,7 @@ def test_results_refuse_unknown_verdicts_and_read_garbage_as_none(ws):
 def test_series_check_counts_a_failed_cell(ws, monkeypatch, tmp_path):
     """A FAIL cell of the gates fails the stage and is counted."""
     import argparse
-    from yws import gates
+    from yws import series_check as gates
     cells = {"patch 1/1": {"checkpatch": {"status": "FAIL", "detail": ["ERROR: x"]},
                            "build": {"status": "pass", "detail": []}}}
     monkeypatch.setattr(gates.Gates, "__init__", lambda self, ws, whole=False: None)
@@ -203,8 +203,8 @@ def test_test_tools_fails_on_a_failing_test(ws, tmp_path):
 def test_the_command_line_exit_status_is_the_pipeline_s(ws, monkeypatch):
     from yws import __main__ as cli
     _fake_stage(monkeypatch, ws, "fail", 1, passed=0, failed=1)
-    monkeypatch.setattr(check, "CHECK", [("a", [])])
-    argv = ["--build", str(ws.build), "--tree", str(ws.tree), "check", "--rerun"]
+    monkeypatch.setitem(check.PIPELINES, "check", [("a", [])])
+    argv = ["--build", str(ws.build), "--tree", str(ws.tree), "run", "check", "--rerun"]
     assert cli.main(argv) == 1
     _fake_stage(monkeypatch, ws, "pass", 0)
     assert cli.main(argv) == 0
@@ -223,14 +223,15 @@ def test_a_reused_pass_needs_the_same_tree_and_test_code(ws, tmp_path, monkeypat
     ws.root = root
     with Stage(ws, "kunit", "x", argv=["kunit"]) as st:
         st.passed = 1
-    assert check.reusable(ws, "kunit", [])
+    holds = lambda argv=["kunit"]: results.fresh(ws, "kunit", argv)
+    assert holds()[0]
     (root / "tool.py").write_text("x = 2\n")                 # unstaged edit of the test code
-    assert not check.reusable(ws, "kunit", [])
+    assert holds() == (None, "the workspace's code changed since it ran (tool.py)")
     (root / "tool.py").write_text("x = 1\n")
-    assert check.reusable(ws, "kunit", [])
+    assert holds()[0]
+    assert holds(["kunit", "yama_ptrace*"]) == (None, "it ran as `kunit`, not `kunit yama_ptrace*`")
     (ws.tree / "a.c").write_text("int edited;\n")           # edit of the kernel tree
-    assert not check.reusable(ws, "kunit", [])
-    assert not check.reusable(ws, "kunit", ["default"])     # other arguments
+    assert holds() == (None, "the tree changed since it ran (a.c)")
 
 
 def test_skip_and_another_tree_are_not_passes(ws, capsys):

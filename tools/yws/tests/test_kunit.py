@@ -38,14 +38,14 @@ sys.exit(int(os.environ.get("FAKE_RC", "0")))
 
 @pytest.fixture
 def ws(tmp_path):
-    root, tree = tmp_path / "ws", tmp_path / "ws/build/linux"
+    root, tree = tmp_path / "ws", tmp_path / "ws/author"
     (tree / "security/yama").mkdir(parents=True)
     (tree / "security/yama/.kunitconfig").write_text("CONFIG_KUNIT=y\n")
     (tree / "tools/testing/kunit").mkdir(parents=True)
     (tree / "tools/testing/kunit/kunit.py").write_text(FAKE)
     for d in (root, tree):
         subprocess.run(["git", "init", "-q", d], check=True)
-    (root / ".gitignore").write_text("/build/\n/out/\n")
+    (root / ".gitignore").write_text("/build/\n/out/\n/author/\n")
     subprocess.run(["git", "-C", tree, "add", "."], check=True)
     return Workspace(root=root)
 

@@ -156,7 +156,7 @@ def test_stage_verdict(ws, monkeypatch, names, rc, counts):
     assert (r["passed"], r["failed"]) == counts
     assert [c["name"] for c in r["details"]["failed_cases"]] == ["b-ignored"] * counts[1]
     assert results.read(ws.results, "kunit") is None     # main results untouched
-    assert results.read(ws.build / "mutations/results", "kunit")
+    assert results.read(ws.build / "mutations/build/results", "kunit")
 
 
 FAKE_KUNIT_PY = """import json, sys
@@ -182,6 +182,6 @@ def test_end_to_end_through_python_m_yws(ws):
     assert mutations.main(ws, type("A", (), {"names": []})) == 0
     r = results.read(ws.results, "mutations")
     assert r["details"]["mutations"][0]["result"] == "caught", r
-    sub = results.read(ws.build / "mutations/results", "kunit")
+    sub = results.read(ws.build / "mutations/build/results", "kunit")
     assert sub["details"]["failed_cases"] == [{"name": "suite.case_a", "reason": "FAILURE"}]
     assert results.read(ws.results, "kunit") is None and text(ws) == ORIG

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from yws import b4prep, mail, posting, results
+from yws import cover as CV, posting, prep, results, review, sender, thread as TH, trailers
 from yws.ws import StageError, Workspace, git, tree_state, workspace_id
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,7 +49,7 @@ def make_ws(tmp_path):
     git(tree, "commit", "-qm", "base", env={"GIT_AUTHOR_NAME": "B", "GIT_AUTHOR_EMAIL": "b@x"})
     git(tree, "tag", "base")
     w = Workspace(root, tree=tree, series=root / "series", sender=ME)
-    b4prep.start(w, tree)
+    prep.start(w, tree)
     commit(tree, "yama: first change", "int b;")
     commit(tree, "yama: second change", "int c;")
     return w
@@ -108,7 +108,7 @@ def test_start_makes_the_tree_b4s_prep_branch(ws):
 def test_start_keeps_commits_already_on_the_base(ws):
     git(ws.tree, "checkout", "-q", "-B", "other", "HEAD")
     tid = git(ws.tree, "rev-parse", "HEAD^{tree}")
-    b4prep.start(ws, ws.tree)
+    prep.start(ws, ws.tree)
     assert git(ws.tree, "rev-parse", "HEAD^{tree}") == tid
     assert len(git(ws.tree, "rev-list", "base..HEAD").split()) == 3
 
@@ -118,7 +118,7 @@ def test_posting_stops_naming_stale_stages(ws, capsys):
     fake_results(ws, ("kunit",), tree="0" * 40)
     assert post(ws) == 1
     why = results.read(ws.results, "posting")["summary"]
-    assert "kunit (it tested tree 000000000000)" in why and "selftests (no result)" in why
+    assert "kunit (the tree changed since it ran (0000000" in why and "selftests (no result)" in why
     assert "series-check" not in why.split("run make")[1]
     assert not (ws.out / "posting").exists()
 
@@ -134,7 +134,8 @@ def test_an_edit_makes_the_results_stale(ws):
     fake_results(ws)
     commit(ws.tree, "yama: third change", "int d;")
     assert post(ws) == 1
-    assert "no result of tree" in results.read(ws.results, "posting")["summary"]
+    why = results.read(ws.results, "posting")["summary"]
+    assert "kunit (the tree changed since it ran (security/yama/y.c))" in why
 
 
 def test_posting_is_b4_send_and_proven(posted):
@@ -143,9 +144,9 @@ def test_posting_is_b4_send_and_proven(posted):
     assert sorted(p.name for p in v1.glob("*.eml"))[0].startswith("0000-")
     thread = posting.thread_of(v1 / "thread.mbox")
     assert [p[0] for p in thread] == [0, 1, 2]
-    cover = mail.text(thread[0][4])
+    cover = TH.text(thread[0][4])
     assert "every result below is of tree %s" % tid[:12] in cover
-    assert "1/2 does one thing." in cover and "kunit all good" in cover
+    assert "1/2 does one thing." in cover and "kunit all good" in " ".join(cover.split())
     assert "bpf@vger.kernel.org" in thread[0][4]["Cc"]
     rec = results.read(ws.results, "posting")
     assert rec["verdict"] == "pass" and rec["tree"] == tid and rec["details"]["sendable"]
@@ -164,7 +165,7 @@ def test_a_placeholder_sender_posts_with_a_warning_last(ws, capsys):
     assert post(ws) == 1  # (stale results: stops early, the warning still comes last)
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("WARNING:") and "NOT sendable" in "\n".join(out[-9:])
-    checks = posting.lint(thread_of_tree(ws), 1, mail.identity(ws))
+    checks = posting.lint(thread_of_tree(ws), 1, sender.identity(ws))
     assert checks[-1][:2] == ("sender", "warn") and "NOT SENDABLE" in checks[-1][2]
 
 
@@ -173,20 +174,20 @@ def test_a_placeholder_sender_posts_with_a_warning_last(ws, capsys):
     ("a@host.invalid", True), ("a@x.test", True), ("a@localhost", True),
     ("a@example.com", True), ("yama-dev@example.org", True), ("no-reply@kernel.org", True)])
 def test_placeholder_identities(addr, bad):
-    assert bool(mail.placeholder_reasons(addr)) == bad
+    assert bool(sender.placeholder_reasons(addr)) == bad
 
 
 def test_identity_sender_then_git_then_placeholder(ws, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    assert mail.identity(ws)[:2] == ("Ann Dev", "ann@kernel.org")
+    assert sender.identity(ws)[:2] == ("Ann Dev", "ann@kernel.org")
     ws.sender = None
-    assert mail.identity(ws)[2] == "placeholder"
+    assert sender.identity(ws)[2] == "placeholder"
     git(ws.root, "config", "user.name", "G")
     git(ws.root, "config", "user.email", "g@kernel.org")
-    assert mail.identity(ws) == ("G", "g@kernel.org", "git")
+    assert sender.identity(ws) == ("G", "g@kernel.org", "git")
     ws.sender = "no angle brackets"
     with pytest.raises(StageError):
-        mail.identity(ws)
+        sender.identity(ws)
 
 
 def thread_of_tree(ws):
@@ -232,14 +233,14 @@ def test_record_then_v2_with_changelog_and_range_diff(posted):
     cl = ws.root / "cover-letter"
     assert (cl / "posted" / "v1.mbox").exists() and (cl / "posted" / "v1.tree").exists()
     assert (cl / "changes" / "v2.txt").read_text().startswith("- No change since v1")
-    assert b4prep.current_revision(ws, tree_state(ws.tree)[0]) == 1
+    assert CV.current_revision(ws, tree_state(ws.tree)[0]) == 1
     commit(ws.tree, "yama: third change", "int d;")
     fake_results(ws)
     assert post(ws) == 1, "a changed series with the 'No change' stub must stop"
     (cl / "changes" / "v2.txt").write_text("- Added [[third change]].\n")
     assert post(ws) == 0
     v2 = ws.out / "posting" / "v2"
-    cover = mail.text(posting.thread_of(v2 / "thread.mbox")[0][4])
+    cover = TH.text(posting.thread_of(v2 / "thread.mbox")[0][4])
     assert "Changes in v2:\n- Added 3/3." in cover and "Link to v1: https://lore" in cover
     assert "yama: third change" in (v2 / "range-diff-v1.txt").read_text()
 
@@ -251,14 +252,14 @@ def test_trailers_from_replies_with_b4(posted, tmp_path):
     reply = ("From mboxrd@z Thu Jan  1 00:00:00 1970\nFrom: Rev Iewer <rev@kernel.org>\n"
              "Subject: Re: %s\nMessage-ID: <r1@kernel.org>\nIn-Reply-To: %s\nReferences: %s\n"
              "Date: Sat, 05 Dec 2026 22:00:00 +0000\n\n> quoted\n\nReviewed-by: Rev Iewer "
-             "<rev@kernel.org>\n\n" % (mail.unfold(p1["Subject"]), p1["Message-ID"],
+             "<rev@kernel.org>\n\n" % (TH.unfold(p1["Subject"]), p1["Message-ID"],
                                        p1["Message-ID"]))
     nak = reply.replace("r1@", "r2@").replace("Reviewed-by: Rev Iewer <rev@kernel.org>",
                                               "NAK, this is wrong.")
     mbox = tmp_path / "replies.mbox"
     mbox.write_text(thread.read_text() + reply + nak)
     args = argparse.Namespace(mbox=str(mbox), force=False)
-    assert mail.stage_trailers(ws, args) == 0
+    assert trailers.stage_trailers(ws, args) == 0
     msg = git(ws.tree, "log", "-1", "--format=%B", "HEAD~1")
     assert "Reviewed-by: Rev Iewer <rev@kernel.org>" in msg
     rec = results.read(ws.results, "trailers")

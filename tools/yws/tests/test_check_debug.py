@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from yws import debug, mutations, splats
-from yws.debug import EINVAL, model
+from yws import check_debug as debug, mutations, splats
+from yws.check_debug import EINVAL, model
 from yws.ws import StageError
 
 SCOPE = (0, 3)

@@ -5,8 +5,8 @@ own: checkpatch --strict, a W=1 build of vmlinux with no warning that the
 base or an earlier patch did not have, sparse on the touched files with no
 new finding, kernel-doc of the touched files against their previous
 version; the tip also in a config matrix, and its rst must parse. Builds
-run in build/gates/linux (a --shared clone: the only checkout switched)
-into build/gates/o/*, the tip first and then back to patch 1 (patch 1
+run in build/series-check/author (a --shared clone of the author's tree:
+the only checkout switched) into build/series-check/o/*, the tip first and then back to patch 1 (patch 1
 changes security.h, read by nearly every object: forward would cost two
 near-full builds). The base is never built whole: only objects that warn
 in the series are compiled there. cache/ keeps each result under a hash of
@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from . import qemu
-from . import tree as T
+from . import prep
 from . import ws as W
 from .ws import Stage, StageError, git
 
@@ -57,9 +57,9 @@ EXPECT = {"yama=n": ("CONFIG_SECURITY_YAMA", None), "sysctl=n": ("CONFIG_SYSCTL"
 # One O= folder per config that changes what nearly every object reads
 # (sysctl.h, autoconf.h), so warm runs never flip a folder between them;
 # yama=n shares o/main. o/sysctl links with GNU ld (check-debug links it).
-# Two levels under build/gates, as the test kernel is under build/: the
-# sources are then ../../linux for both, and the test kernel (the main
-# config at the tip) takes the tip's objects from ccache.
+# Two levels under build/series-check, as the test kernel is one under
+# build/: the sources are then ../../author for both, and the test kernel
+# (the main config at the tip) takes the tip's objects from ccache.
 ODIRS = {"sysctl=n": "sysctl", "kunit-test=y": "kunit", "base-whole": "base"}
 # Warnings the base has in a matrix config, in files the series does not
 # touch: max_rt_runtime is used only by the sched_rt sysctl handler.
@@ -91,7 +91,7 @@ def norm(line):
     """A warning without build paths and line numbers, so the same warning
     matches across patches that move code."""
     line = ANSI.sub("", line).strip()
-    line = re.sub(r"(^|\s)((\.\./)+linux/|\S*/gates/(linux|o/[\w=-]+)/)", r"\1", line)
+    line = re.sub(r"(^|\s)((\.\./)+author/|\S*/series-check/(author|o/[\w=-]+)/)", r"\1", line)
     line = re.sub(r"^(\S+?):\d+(:\d+)?:", r"\1:", line)
     return re.sub(r"\s+", " ", line)
 
@@ -236,8 +236,8 @@ class Gates:
 
     def __init__(self, ws, whole=False):
         self.ws, self.whole = ws, whole
-        self.g = ws.dir("gates")
-        self.src, self.o = self.g / "linux", self.g / "o"
+        self.g = ws.dir("series-check")
+        self.src, self.o = self.g / ws.tree.name, self.g / "o"
         self.cache = self.g / "cache"
         self.cache.mkdir(exist_ok=True)
         self.head = None
@@ -443,7 +443,7 @@ class Gates:
         return self.cached(["base", frag, base["tree"], sorted(objs), sparse_files], go)
 
     def checkpatch(self, commit):
-        patch = T.format_patch(self.ws.tree, "-1", "--stdout", commit)
+        patch = prep.format_patch(self.ws.tree, "-1", "--stdout", commit)
         scripts = git(self.ws.tree, "rev-parse", "HEAD:scripts", "HEAD:LICENSES")
 
         def go():
@@ -478,10 +478,10 @@ class Gates:
     # -- the run
     def run(self, st_out):
         t = self.ws.tree
-        base_c = T.base_commit(t)
+        base_c = prep.base_commit(t)
         if not base_c:
             raise StageError("%s has no tag 'base' (make tree)" % t)
-        commits = T.patches(t)
+        commits = prep.patches(t)
         if not commits:
             st_out.verdict, st_out.summary = "skip", "no patches"
             return {}

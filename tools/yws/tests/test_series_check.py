@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from yws import gates, results
-from yws.gates import judge, new_in, state_warnings
+from yws import series_check as gates, results
+from yws.series_check import judge, new_in, state_warnings
 
 from conftest import sh
 
@@ -111,9 +111,9 @@ def test_kernel_doc_judges_new_warnings_not_moved_lines(g, repo):
 
 
 def test_norm_drops_build_paths_and_line_numbers_only():
-    a = gates.norm("/x/build/gates/linux/security/yama/yama_lsm.c:120:5: warning: unused 'x'")
-    b = gates.norm("../linux/security/yama/yama_lsm.c:133:9: warning: unused 'x'")
-    assert gates.norm("../../linux/security/yama/yama_lsm.c:9:1: warning: unused 'x'") == a
+    a = gates.norm("/x/build/series-check/author/security/yama/yama_lsm.c:120:5: warning: unused 'x'")
+    b = gates.norm("../author/security/yama/yama_lsm.c:133:9: warning: unused 'x'")
+    assert gates.norm("../../author/security/yama/yama_lsm.c:9:1: warning: unused 'x'") == a
     assert a == b == "security/yama/yama_lsm.c: warning: unused 'x'"
     assert gates.norm("include/linux/security.h:7: warning: w").startswith("include/linux/security.h:")
 
@@ -131,8 +131,8 @@ def fake_build(tmp_path, name, warn_files, make_output=""):
     return {"ok": True, "warnings": state_warnings(odir, make_output, objs)}
 
 
-VSPRINTF = "../linux/lib/vsprintf.c:%d:2: warning: function might be a candidate for 'gnu_printf' format attribute\n"
-UNUSED = "../linux/security/yama/yama_lsm.c:%d:6: warning: unused variable 'x' [-Wunused-variable]\n    | int x;\n"
+VSPRINTF = "../../author/lib/vsprintf.c:%d:2: warning: function might be a candidate for 'gnu_printf' format attribute\n"
+UNUSED = "../../author/security/yama/yama_lsm.c:%d:6: warning: unused variable 'x' [-Wunused-variable]\n    | int x;\n"
 
 
 def row(n, build, sparse=None):

@@ -1,27 +1,32 @@
-"""make check and make: the stages in order, one summary, one count line.
+"""The runner: make, make check, make check-debug and make review run
+their stages in order, and only the runner starts a stage.
 
 Each stage runs as its own `python3 -m yws STAGE` process and is judged
 only by the result it published (build/results/<stage>.json); a stage that
 exits non-zero or publishes nothing has failed, whatever it printed. A
-stage whose last result passed on this very tree, with this workspace's
-code and the same arguments, is not run again (--rerun runs it anyway):
-only the stages whose inputs are exactly those (REUSABLE); the posting
-also depends on cover-letter/ and the sender, and is always made again.
+stage whose last result still holds (results.fresh: this tree, this
+workspace's code, the same arguments) is not run again (--rerun runs it
+anyway); the posting also depends on cover-letter/ and the sender, and is
+always made again. One summary table, one closing count line.
 """
 import os
+import shutil
 import subprocess
 import time
 import xml.etree.ElementTree as ET
 
-from . import results
+from . import results, review
 from .ws import PYTHON, ROOT, Stage, StageError, run, tree_state, workspace_id
 
-CHECK = [("test-tools", []), ("tree", []), ("round-trip", []),
-         ("series-check", []), ("kunit", []), ("selftests", []),
-         ("posting", [])]
-ALL = [("tree", []), ("series-check", []), ("kunit", []),
-       ("selftests", ["default"]), ("posting", [])]
-NEEDS_NO_TREE = {"test-tools", "tree"}
+# (stage, arguments[, the result it publishes when not its own name])
+PIPELINES = {
+    "check": [("test-tools", []), ("prep", []), ("round-trip", []), ("series-check", []),
+              ("kunit", []), ("selftests", []), ("posting", [])],
+    "all": [("prep", []), ("series-check", []), ("kunit", []), ("selftests", ["default"]),
+            ("posting", [])],
+    "check-debug": [("prep", []), ("series-check", ["--sysctl-whole"], "series-check-sysctl-whole"),
+                    ("check-debug", [])]}
+NEEDS_NO_TREE = {"test-tools", "prep"}
 REUSABLE = {"test-tools", "series-check", "kunit", "selftests"}
 
 
@@ -29,21 +34,6 @@ def _global_flags(ws):
     flags = ["--build", ws.build, "--out", ws.out, "--tree", ws.tree,
              "--series", ws.series, "--base", ws.base]
     return flags + (["--sender", ws.sender] if ws.sender else [])
-
-
-def reusable(ws, stage, argv):
-    """The stage's passing result, if it is for the tree as it is now,
-    this workspace's code and the same arguments."""
-    rec = results.read(ws.results, stage)
-    if not rec or rec["verdict"] != "pass" or rec["argv"] != [stage, *argv]:
-        return None
-    if rec["workspace"] != workspace_id(ws):
-        return None
-    if stage == "test-tools":
-        return rec
-    if not (ws.tree / ".git").exists() or rec["tree"] != tree_state(ws.tree)[0]:
-        return None
-    return rec
 
 
 def spawn(cmd):
@@ -56,10 +46,13 @@ def run_stage(ws, stage, argv, rerun=False, result=None):
     """Run one stage in its own process; its published result (named
     RESULT when the stage publishes under another name)."""
     result = result or stage
-    if not rerun and stage in REUSABLE and reusable(ws, stage, argv):
-        print("== %s: pass on this tree already (make %s to run it again)"
-              % (stage, stage), flush=True)
-        return results.read(ws.results, stage)
+    if not rerun and stage in REUSABLE:
+        rec, why = results.fresh(ws, result, [stage, *argv])
+        if rec:
+            print("== %s: pass on this tree already (make %s to run it again)"
+                  % (stage, stage), flush=True)
+            return rec
+        print("== %s: runs (its last result: %s)" % (stage, why), flush=True)
     start = time.time()
     results.remove(ws.results, result)
     rc = spawn([PYTHON, "-m", "yws", *map(str, _global_flags(ws)), stage, *argv])
@@ -81,16 +74,34 @@ def pipeline(ws, stages, rerun=False):
     """Run STAGES in order, past failures; print the summary; exit status."""
     start = time.time()
     recs = []
-    for stage, argv in stages:
-        tree_failed = any(r["stage"] == "tree" and r["verdict"] != "pass" for r in recs)
+    for stage, argv, *result in stages:
+        tree_failed = any(r["stage"] == "prep" and r["verdict"] != "pass" for r in recs)
         if tree_failed and stage not in NEEDS_NO_TREE:
             print("== %s: not run, the tree stage failed" % stage)
             recs.append({"stage": stage, "verdict": "not run", "passed": 0,
                          "failed": 1, "skipped": 0, "seconds": 0})
             continue
         print(flush=True)
-        recs.append(run_stage(ws, stage, argv, rerun))
+        recs.append(run_stage(ws, stage, argv, rerun, *result))
     return summarize(ws, recs, time.time() - start)
+
+
+def run_review(ws, args):
+    """make review: the review stage (b4 am, lint, range-diff), then the
+    stages on the applied tree, in the review's own workspace."""
+    start, rws = time.time(), review.workspace(ws)
+    recs = [run_stage(ws, "review", [args.mbox or ""], rerun=True)]
+    if recs[0]["verdict"] == "pass":
+        recs += [run_stage(rws, s, [], rerun=True) for s in review.STAGES]
+    return summarize(rws, recs, time.time() - start)
+
+
+def clean(ws, args):
+    """Remove build/ and out/; the author's tree is not under them."""
+    for d in (ws.build, ws.out):
+        shutil.rmtree(d, ignore_errors=True)
+    print("removed %s and %s (the author's tree %s stays)" % (ws.build, ws.out, ws.tree))
+    return 0
 
 
 def summarize(ws, recs, seconds):
@@ -159,11 +170,45 @@ def _test_args(p):
     p.add_argument("pytest_args", nargs="*", help="passed to pytest")
 
 
+def run_pipeline(ws, args):
+    """make, make check, make check-debug, make review: one pipeline."""
+    if args.pipeline == "review":
+        return run_review(ws, args)
+    if args.mbox:
+        raise SystemExit("error: run %s takes no MBOX" % args.pipeline)
+    return pipeline(ws, PIPELINES[args.pipeline], args.rerun)
+
+
+ABOUT = {"all": "(plain make) the posting, checked: prep, series-check, kunit, the default "
+                "kselftest boot, then posting",
+         "check": "all tests: test-tools, prep, round-trip, series-check, kunit, selftests, "
+                  "posting; a summary table and the count line",
+         "check-debug": "series-check with the SYSCTL=n tip built whole, then",
+         "review": "then %s on the applied thread:" % ", ".join(review.STAGES)}
+
+
+def _run_args(p):
+    p.add_argument("pipeline", choices=list(ABOUT), help="; ".join(
+        "%s: %s" % kv for kv in ABOUT.items()))
+    p.add_argument("mbox", nargs="?", help="review: the thread, an mbox file")
+    _rerun(p)
+
+
+def help_targets(ws, args):
+    """make help: every target with its one description (ABOUT, COMMANDS)."""
+    from .__main__ import commands
+    cmds = commands()
+    rows = [(n, a + (" " + cmds[n][0] if n in cmds else "")) for n, a in ABOUT.items()]
+    rows[3] = ("review", cmds["review"][0] + "; " + ABOUT["review"].rstrip(":"))
+    rows += [(n, c[0]) for n, c in cmds.items() if n not in ABOUT and n != "run"]
+    print("\n".join("  make %-15s %s" % row for row in rows))
+    return 0
+
+
 COMMANDS = {
-    "check": ("all tests in order (test-tools, tree, round-trip, series-check, "
-              "kunit, selftests, posting); summary and count line",
-              _rerun, lambda ws, a: pipeline(ws, CHECK, a.rerun)),
-    "all": ("the posting, checked: tree, gates, KUnit, the default kselftest "
-            "boot, then posting", _rerun, lambda ws, a: pipeline(ws, ALL, a.rerun)),
+    "run": ("run a pipeline of stages (%s): a summary and the count line" % ", ".join(ABOUT),
+            _run_args, run_pipeline),
+    "help": ("list the make targets and what each does", None, help_targets),
+    "clean": ("remove build/ and out/ (the author's tree author/ stays)", None, clean),
     "test-tools": ("pytest on tools/yws/tests", _test_args, test_tools),
 }
