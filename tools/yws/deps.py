@@ -17,9 +17,7 @@ PACKAGES = """gcc make flex bison bc libelf-dev libssl-dev dwarves cpio xz-utils
     git-filter-repo codespell sparse ccache lz4 lld hyperfine""".split()
 
 
-
 CACHE = Path.home() / ".cache" / "yama-workspace"
-
 
 
 def base_info(ws):
@@ -37,14 +35,12 @@ def base_info(ws):
     return b
 
 
-
 def missing_packages(packages=PACKAGES):
     res = subprocess.run(["dpkg-query", "-W", "-f", "${db:Status-Abbrev} ${Package}\n",
                           *packages], capture_output=True, text=True)
     have = {ln.split()[1] for ln in res.stdout.splitlines()
             if ln.startswith("ii") and len(ln.split()) > 1}
     return [p for p in packages if p not in have]
-
 
 
 def deps(ws):
@@ -62,7 +58,6 @@ def deps(ws):
     fetch_base(ws)
 
 
-
 def _dsc_sha256(dsc, name):
     on = False
     for line in Path(dsc).read_text().splitlines():
@@ -75,7 +70,6 @@ def _dsc_sha256(dsc, name):
     return None
 
 
-
 def _sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -84,12 +78,10 @@ def _sha256(path):
     return h.hexdigest()
 
 
-
 def verified(b):
     """True when the tarball is there and has the .dsc's SHA-256."""
     return (b["tarball"].exists() and b["dsc"].exists() and
             _dsc_sha256(b["dsc"], b["tarball"].name) == _sha256(b["tarball"]))
-
 
 
 def fetch_base(ws):
@@ -144,12 +136,10 @@ def fetch_base(ws):
     return b
 
 
-
 def _init(tree):
     for k, v in (("core.autocrlf", "false"), ("core.fileMode", "true"),
                  ("gc.auto", "0")):
         git(tree, "config", k, v)
-
 
 
 def _extract(b, dest):
@@ -175,7 +165,6 @@ def _extract(b, dest):
          "-m", "%s: pristine tree" % b["package"], "-m",
          "Imported from %s." % b["tarball"].name], env=who, label="git commit")
     git(dest, "tag", "base")
-
 
 
 def base_tree(ws, dest):
@@ -210,11 +199,9 @@ def base_tree(ws, dest):
     return got
 
 
-
 def base_commit(tree):
     return git(tree, "rev-parse", "-q", "--verify", "refs/tags/base^{commit}",
                check=False) or None
-
 
 
 def stage_deps(ws, args):

@@ -166,7 +166,7 @@ def put_cover(ws, rev, cover, work):
     (the editor copies the composed text), --auto-to-cc (get_maintainer.pl)."""
     tree, cc = ws.tree, prep.cover_commit(ws.tree)
     if not cc:
-        raise StageError("%s has no b4 cover commit (make tree makes it)" % tree)
+        raise StageError("%s has no b4 cover commit (make prep makes it)" % tree)
     if '"revision": %d,' % rev not in git(tree, "log", "-1", "--format=%B", cc):
         b4(tree, "prep", "--force-revision", str(rev))
     (work / "cover.txt").write_text(cover)

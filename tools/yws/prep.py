@@ -24,11 +24,7 @@ FORMAT = ["-c", "core.quotePath=true", "-c", "diff.noprefix=false",
 
 
 BRANCH = "b4/yama-lsm"
-
-
-
 MARK = "--- b4-submit-tracking ---"
-
 
 
 def cover_commit(tree):
@@ -37,7 +33,6 @@ def cover_commit(tree):
     if first and MARK in git(tree, "log", "-1", "--format=%B", first[0]):
         return first[0]
     return None
-
 
 
 def configure(ws, tree):
@@ -58,14 +53,12 @@ def configure(ws, tree):
             f.write("/.b4-config\n")
 
 
-
 def cover_message(ws, text, rev):
     """A cover commit's message as b4 prep writes it."""
     track = {"series": {"revision": rev, "change-id": cover.change_id(ws),
                         "base-branch": None, "prefixes": []}}
     return "%s\n\n%s\n# This section is used internally by b4 prep for tracking " \
         "purposes.\n%s\n" % (text.strip(), MARK, json.dumps(track, indent=2))
-
 
 
 def start(ws, tree):

@@ -77,7 +77,7 @@ def pipeline(ws, stages, rerun=False):
     for stage, argv, *result in stages:
         tree_failed = any(r["stage"] == "prep" and r["verdict"] != "pass" for r in recs)
         if tree_failed and stage not in NEEDS_NO_TREE:
-            print("== %s: not run, the tree stage failed" % stage)
+            print("== %s: not run, the prep stage failed" % stage)
             recs.append({"stage": stage, "verdict": "not run", "passed": 0,
                          "failed": 1, "skipped": 0, "seconds": 0})
             continue

@@ -6,14 +6,9 @@ from .ws import StageError, git
 
 
 PLACEHOLDER = ("Yama Developers", "yama-dev@example.org")
-
-
-
 RESERVED = ("example", "invalid", "test", "localhost")
 
 
-
-# ------------------------------------------------------------ the sender
 def placeholder_reasons(addr):
     """Why ADDR cannot send the posting (empty when it can)."""
     addr = addr.lower()
@@ -28,7 +23,6 @@ def placeholder_reasons(addr):
             "example.com", "example.net", "example.org"):
         why.append("its domain %s is reserved (RFC 2606, RFC 6761) and takes no mail" % domain)
     return why
-
 
 
 def identity(ws):
@@ -47,10 +41,8 @@ def identity(ws):
     return PLACEHOLDER + ("placeholder",)
 
 
-
 def sendable(ident):
     return not placeholder_reasons(ident[1])
-
 
 
 def warning(ident):

@@ -12,11 +12,8 @@ from .ws import COMMITTER, StageError, git, run
 SUBJ = re.compile(r"^\[(?:PATCH|RFC)(?: ([^\]]*?))? ?(\d+)/(\d+)\] *(.*)$")
 
 
-
-# ------------------------------------------------------------ threads
 def unfold(value):
     return " ".join(str(value or "").split())
-
 
 
 def numbered(msgs):
@@ -32,7 +29,6 @@ def numbered(msgs):
     return out
 
 
-
 def text(m):
     """The plain text of a message, LF line ends."""
     for part in m.walk():
@@ -41,7 +37,6 @@ def text(m):
             return data.decode(part.get_content_charset() or "utf-8",
                                "replace").replace("\r\n", "\n")
     return ""
-
 
 
 def read_mbox(path):
@@ -64,7 +59,6 @@ def read_mbox(path):
     return msgs
 
 
-
 def write_mbox(msgs, path):
     with open(path, "wb") as f:
         for m in msgs:
@@ -72,7 +66,6 @@ def write_mbox(msgs, path):
             email.generator.BytesGenerator(buf, mangle_from_=True, maxheaderlen=0).flatten(m)
             f.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" +
                     buf.getvalue().rstrip(b"\n") + b"\n\n")
-
 
 
 def one_thread(path):
@@ -92,7 +85,6 @@ def one_thread(path):
     return [seen[n] for n in sorted(seen)], [m for m in msgs if id(m) not in ids]
 
 
-
 def b4_am(mbox, outdir, cwd):
     """b4 am -m MBOX (offline): the .mbx git am takes."""
     shutil.rmtree(outdir, ignore_errors=True)
@@ -107,7 +99,6 @@ def b4_am(mbox, outdir, cwd):
         raise StageError("b4 am -m %s gave no patches: %s" % (
             mbox, (res.stdout + res.stderr).strip()[-300:]))
     return mbx[0]
-
 
 
 def git_am(tree, mbx):

@@ -11,7 +11,6 @@ NAK = re.compile(r"(?mi)^\s*(nack(ed)?-by:|NAK\b|NACK\b)")
 TRAILER = re.compile(r"(?mi)^\s*(reviewed|acked|tested|reported|suggested)-by:\s*\S")
 
 
-
 def comments(msgs):
     """What b4 trailers does not say: the replies that NAK or comment
     without a trailer, to answer. [(from, subject, nak)]"""
@@ -27,7 +26,6 @@ def comments(msgs):
         if nak or (own and not TRAILER.search(own)):
             out.append((unfold(m.get("From")), s, nak))
     return out
-
 
 
 def stage_trailers(ws, args):
@@ -56,7 +54,6 @@ def stage_trailers(ws, args):
         st.summary = "%d commit(s) got trailers%s; %d reply(ies) to answer" % (
             changed, ", series/ exported" if changed else "", len(st.details["comments"]))
     return st.exit_code
-
 
 
 def _mbox_arg(p):
