@@ -277,3 +277,33 @@ def test_every_module_imports_on_its_own():
             r = subprocess.run([sys.executable, "-c", "import yws." + f.stem], cwd=tools,
                                capture_output=True, text=True)
             assert r.returncode == 0, "yws.%s: %s" % (f.stem, r.stderr.strip()[-300:])
+
+
+def test_a_stray_file_written_during_a_pipeline_leaves_it_green(ws, tmp_path, monkeypatch,
+                                                                  capsys):
+    """`make 2>&1 | tee make.log` in the workspace's top folder: the log
+    grows while the stages run, and the later stage still finds the
+    earlier one's result fresh (the posting's case), and a second run
+    reuses both."""
+    root = tmp_path / "wsroot"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "tool.py").write_text("x = 1\n")
+    sh("git", "init", "-q", cwd=root)
+    sh("git", "add", ".", cwd=root)
+    sh("git", "-c", "user.name=T", "-c", "user.email=t@e.org", "commit", "-qm", "w", cwd=root)
+    ws.root = root
+
+    def fake(cmd, **kw):
+        stage = cmd[cmd.index("--base") + 2]
+        with open(root / "make.log", "a") as log:
+            log.write("== %s\n" % stage)
+        ok = stage == "a" or results.fresh(ws, "a", ["a"])[0] is not None
+        with Stage(ws, stage, "fake", argv=[stage]) as st:
+            st.passed, st.failed = int(ok), int(not ok)
+        return 0 if ok else 1
+    monkeypatch.setattr(check, "spawn", fake)
+    monkeypatch.setattr(check, "REUSABLE", {"a", "b"})
+    assert check.pipeline(ws, [("a", []), ("b", [])]) == 0
+    assert (root / "make.log").read_text() == "== a\n== b\n"
+    assert check.pipeline(ws, [("a", []), ("b", [])]) == 0
+    assert capsys.readouterr().out.count("pass on this tree already") == 2
