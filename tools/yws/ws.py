@@ -149,43 +149,37 @@ def shared_clone(tree, dest, ref):
     return dest
 
 
-def staged(tree, pathspec, *cmd, tracked=False, keep=None):
-    """git CMD on a copy of TREE's index with the edits of PATHSPEC added
-    (of tracked files only if TRACKED), only the files of KEEP left when
-    given: the real index is left alone."""
-    tree = Path(tree)
+def index_tree(tree, tracked=False, drop=()):
+    """The git tree id of TREE's working tree, edits included (of tracked
+    files only, if TRACKED), without the paths DROP: written from a copy of
+    its index, the real index is left alone."""
     gitdir = Path(git(tree, "rev-parse", "--absolute-git-dir"))
     with tempfile.TemporaryDirectory(dir=gitdir, prefix="yws-") as d:
         env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
-        real = gitdir / "index"
-        if real.exists():
-            shutil.copy(real, env["GIT_INDEX_FILE"])
-        git(tree, "add", "-u" if tracked else "-A", "--", *pathspec, env=env)
-        if keep:        # the index without the entries KEEP excludes (":!path")
-            git(tree, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--",
-                *(p[2:] for p in keep if p.startswith(":!")), env=env)
-        return git(tree, *cmd, env=env)
+        if (gitdir / "index").exists():
+            shutil.copy(gitdir / "index", env["GIT_INDEX_FILE"])
+        git(tree, "add", "-u" if tracked else "-A", env=env)
+        if drop:
+            git(tree, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *drop, env=env)
+        return git(tree, "write-tree", env=env)
 
 
-def tree_state(tree, pathspec=()):
-    """(git tree id of TREE's working tree, edits included; dirty flag).
-    PATHSPEC limits which edits are taken (default: all)."""
-    tid = staged(tree, pathspec or ["."], "write-tree")
-    head = git(tree, "rev-parse", "-q", "--verify", "HEAD^{tree}",
-               check=False)
-    return tid, tid != head
+def tree_state(tree):
+    """(git tree id of TREE's working tree, edits included; dirty flag)."""
+    tid = index_tree(tree)
+    return tid, tid != git(tree, "rev-parse", "-q", "--verify", "HEAD^{tree}", check=False)
 
 
-# What decides a verdict: the workspace's tracked files, edits included,
-# but the series and its cover (results name their tree), notes and prose.
-CODE = [".", ":!series", ":!cover-letter", ":!notes", ":!*.md"]
+# What decides no verdict: the series and its cover (results name their
+# tree), notes and prose; the rest of the tracked files, edits included, do.
+PROSE = ["series", "cover-letter", "notes", "*.md"]
 
 
 def workspace_id(ws):
     """The git tree id of the tracked files that decide a verdict, as they
     are: an untracked file (a log, a note) or an edit of prose changes
     nothing, and two ids diff to the files that changed."""
-    return staged(ws.root, CODE, "write-tree", tracked=True, keep=CODE)
+    return index_tree(ws.root, tracked=True, drop=PROSE)
 
 
 def changed_paths(repo, old, new):
