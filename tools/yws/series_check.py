@@ -272,9 +272,10 @@ class Gates:
     def forget_deleted_headers(self, old, new):
         """make does not rebuild an object when a header it read is gone
         (a patch including a header only a later patch adds would pass on
-        an object built later): remove the objects that read one."""
-        gone = [f for f in git(self.src, "diff", "--name-only", "--diff-filter=D",
-                               old, new).split() if f.endswith(".h")]
+        an object built later): remove the objects that read one. A header
+        renamed is gone too (git diff's rename detection would call it R)."""
+        gone = [f for f in git(self.src, "diff", "--name-only", "--no-renames",
+                               "--diff-filter=D", old, new).split() if f.endswith(".h")]
         for od in self.o.glob("*"):
             for f in gone:
                 hits = subprocess.run(["grep", "-rlF", "--include=*.o.cmd", f, od],
