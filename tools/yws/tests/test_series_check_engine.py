@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from yws import gates as G
+from yws import series_check as G
 from yws import results
 from yws.ws import Workspace
 
@@ -94,7 +94,7 @@ def lsm(*lines):
 
 @pytest.fixture
 def tree(tmp_path):
-    t = tmp_path / "linux"
+    t = tmp_path / "author"
     t.mkdir()
     sh("git", "init", "-q", "-b", "main", cwd=t)
     sh("git", "config", "user.name", "T", cwd=t)
@@ -336,7 +336,7 @@ def test_olddefconfig_runs_again_only_when_the_state_s_kconfig_changed(ws, tree,
 def test_a_changed_fragment_reconfigures(ws, tree, make, monkeypatch):
     commits = series(tree, *THREE_PATCHES)
     run_gates(ws)
-    kunit = ws.build / "gates/o/kunit/.config"
+    kunit = ws.build / "series-check/o/kunit/.config"
     assert "CONFIG_SECURITY_YAMA_KUNIT_TEST=y" in kunit.read_text()
     make.clear()
     monkeypatch.setattr(G, "BASE_FRAGMENT", G.BASE_FRAGMENT + "CONFIG_AUDIT=y\n")
