@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -170,15 +171,15 @@ def export_to(ws, dest, rev="HEAD"):
 
 
 def export_differs(ws, rev="HEAD"):
-    """The files of series/ that an export of REV would change."""
-    tmp = ws.dir("export")
-    shutil.rmtree(tmp)
-    export_to(ws, tmp, rev)
-    names = {p.name for p in tmp.iterdir()} | {p.name for p in ws.series.glob("*.patch")}
-    names.add("series")
-    return sorted(n for n in names if not (ws.series / n).exists() or
-                  not (tmp / n).exists() or
-                  (ws.series / n).read_bytes() != (tmp / n).read_bytes())
+    """(The files of series/ that an export of REV would change, the hash
+    of that export.)"""
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        export_to(ws, tmp, rev)
+        names = {p.name for p in tmp.iterdir()} | {p.name for p in ws.series.glob("*.patch")}
+        return sorted(n for n in names | {"series"} if not (ws.series / n).exists() or
+                      not (tmp / n).exists() or
+                      (ws.series / n).read_bytes() != (tmp / n).read_bytes()), series_hash(tmp)
 
 
 def _reuse_or_reset(ws, force):
@@ -186,11 +187,11 @@ def _reuse_or_reset(ws, force):
     the developer's work in progress: kept, and tested as they are). When
     series/ changed (a pull), take it if the tree's commits are still what
     series/ was when they last matched (nothing to lose), or FORCE."""
-    differ = export_differs(ws)
+    differ, exported = export_differs(ws)
     if not differ:
         return True
     dirty = git(ws.tree, "status", "--porcelain", "--untracked-files=no")
-    if not force and (dirty or series_hash(ws.dir("export")) != _synced(ws)):
+    if not force and (dirty or exported != _synced(ws)):
         raise StageError(
             "series/ and %s differ (%s) and the tree has work that is not in "
             "series/: commit it and make export, or FORCE=1 to take series/ "
@@ -230,14 +231,13 @@ def stage_export(ws, args):
     with Stage(ws, "export", "the tree's commits -> series/") as st:
         if git(ws.tree, "status", "--porcelain", "--untracked-files=no"):
             raise StageError("%s has uncommitted edits: commit them first" % ws.tree)
-        tmp = ws.dir("export")
-        shutil.rmtree(tmp)
-        export_to(ws, tmp)
-        ws.series.mkdir(exist_ok=True)
-        for p in ws.series.glob("*.patch"):
-            p.unlink()
-        for p in tmp.iterdir():
-            shutil.copy2(p, ws.series / p.name)
+        with tempfile.TemporaryDirectory() as d:
+            export_to(ws, Path(d))
+            ws.series.mkdir(exist_ok=True)
+            for p in ws.series.glob("*.patch"):
+                p.unlink()
+            for p in Path(d).iterdir():
+                shutil.copy2(p, ws.series / p.name)
         _mark_synced(ws)
         st.passed = len(series_files(ws))
         st.summary = "%d patches written to series/" % st.passed
@@ -246,7 +246,7 @@ def stage_export(ws, args):
 
 def stage_round_trip(ws, args):
     with Stage(ws, "round-trip", "series/ = make export of the tree's commits") as st:
-        differ = export_differs(ws)
+        differ = export_differs(ws)[0]
         if differ:
             raise StageError("series/ is not what make export writes (%s): "
                              "make export, or make prep FORCE=1" % ", ".join(differ[:4]))
