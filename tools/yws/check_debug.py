@@ -6,18 +6,16 @@ the target's config, yama-links
 once as selftests/stress/scenarios says (panic_on_warn=1): yama_stress,
 yama_badinput (the bad-input corpus modelled here), the kselftests; Yama's
 KUnit suites ran at boot and are parsed from the console. Any kernel report
-fails. --inject PATCH: the same run with PATCH applied (mutations.prove),
-published as check-debug-inject: it passes only when the run FOUND the bug
-(a failed case, KUnit failure or kernel report; not a build error or a
-timeout). Nothing of this stage is in make check's build/results but its
-own result.
+fails. make mutations runs it with each bug of selftests/stress/mutations
+planted in its own checkout: the run must FIND the bug (FOUND: a failed
+case, KUnit failure or kernel report; not a build error or a timeout).
+Nothing of this stage is in make check's build/results but its own result.
 """
 import json
 import random
 import re
-from pathlib import Path
 
-from . import kunit, mutations, qemu, selftests, splats
+from . import kunit, qemu, selftests, splats
 from .ws import PYTHON, Stage, StageError, run
 
 PAGE_SIZE, TMPBUFLEN, INT_MAX, ULLONG_MAX = 4096, 22, 2**31 - 1, 2**64 - 1
@@ -191,7 +189,7 @@ def corpus_h(entries, seed=SEED, source="sysctl_test.c"):
 
 
 EXTRA, AFTER = ["kasan", "check-debug"], ["yama-links"]  # selftests/config/extra/, before and after the target's config
-FOUND = ["*/*", "console", "kunit/*"]  # what a planted bug must make fail
+FOUND = ["*/*", "console", "kunit/*"]  # what a planted bug must make fail (stress/mutations)
 
 
 def programs(ws, out):
@@ -237,14 +235,6 @@ def name_reports(st, console):
 
 
 def check_debug(ws, args):
-    if args.inject:
-        patch = Path(args.inject).resolve()
-        with Stage(ws, "check-debug-inject", "check-debug with %s planted: it must be found"
-                   % patch.name) as st:
-            res = mutations.prove(ws, patch, "check-debug", [], FOUND, ws.dir("mutations"))
-            mutations.report(st, [{"name": patch.stem, "stage": "check-debug",
-                                   "result": res[0], "detail": res[1]}])
-        return st.exit_code
     out = ws.dir("check-debug")
     with Stage(ws, "check-debug", "debug kernel (KASAN, KFENCE, lockdep, PROVE_RCU, ...): "
                "stress, bad input, kselftests, KUnit") as st:
@@ -269,6 +259,4 @@ def check_debug(ws, args):
 
 COMMANDS = {"check-debug": (
     "the series on a debug kernel (KASAN, lockdep, ...): stress, bad input, kselftests, KUnit",
-    lambda p: p.add_argument("--inject", metavar="PATCH",
-                             help="plant PATCH for the run: pass only if the run finds it"),
-    check_debug)}
+    None, check_debug)}

@@ -1,17 +1,18 @@
-"""make mutations: can the tests fail? Each patch breaks one of Yama's
-decisions in the tree, and the stage that owns its folder must then fail,
-naming what failed:
-  kunit/mutations/*.patch            kunit: failed cases
-  selftests/mutations/*.patch        selftests default (one boot): failed cases
-  selftests/vfs-diff/inject/*.patch  vfs-diff (fixed seed): a group that disagrees
-A kunit or selftests patch opens with "Must fail: GLOB..." (suite.case, or
-program/test, under any scenario/): it is caught only when a case matching one of them failed;
-other failures alone are "off-target". A patch that does not apply, a build
-error or a run that reports nothing is an "error", never caught.
+"""make mutations: can the tests fail? Each patch plants one bug, and the
+stage that owns its folder must then fail, naming what failed:
+  kunit/mutations/*.patch               kunit: failed cases
+  selftests/mutations/*.patch           selftests default (one boot): failed cases
+  selftests/vfs-diff/mutations/*.patch  vfs-diff (fixed seed): a group that disagrees
+  selftests/stress/mutations/*.patch    check-debug: what it finds (check_debug.FOUND)
+A patch opens with "Must fail: GLOB..." (suite.case, or program/test, under
+any scenario/): it is caught only when a
+case matching one of them failed; other failures alone are "off-target". A
+patch that does not apply, a build error or a run that reports nothing is
+an "error", never caught.
 
 Each patch is applied to build/mutations/author, a --shared clone holding
-the tree as it is (its HEAD and uncommitted edits), and always taken back
-out; the author's tree is never touched. The stage runs as `python3 -m yws
+the tree as it is (its HEAD and uncommitted edits), set afresh for each
+patch; the author's tree is never touched. The stage runs as `python3 -m yws
 --build build/mutations/build --tree build/mutations/author STAGE`: its
 kernels and results stay in build/mutations, never in build/results, laid
 out as the workspace's (tree and build/ side by side), so ccache's relative
@@ -19,16 +20,14 @@ paths match and only what the patch touches is compiled.
 """
 import fnmatch
 import json
-import signal
-import threading
-from contextlib import contextmanager
 
 from . import results
 from .ws import PYTHON, Stage, StageError, git, run, shared_clone, tree_state
 
 FOLDERS = [("kunit/mutations", "kunit", []),
            ("selftests/mutations", "selftests", ["default"]),
-           ("selftests/vfs-diff/inject", "vfs-diff", ["--seed", "20101020", "--cases", "22000"])]
+           ("selftests/vfs-diff/mutations", "vfs-diff", ["--seed", "20101020", "--cases", "22000"]),
+           ("selftests/stress/mutations", "check-debug", [])]
 TIMEOUT = 3 * 3600     # a hard stop; the stages time their own boots
 
 
@@ -39,34 +38,6 @@ def must_fail(patch, stage):
     if first.startswith("Must fail:"):
         return first[len("Must fail:"):].split()
     return ["yama_vfs_diff/*"] if stage == "vfs-diff" else None
-
-
-def applies(tree, patch, *flags):
-    return not run(["git", "-C", tree, "apply", "--check", *flags, patch],
-                   check=False, capture=True).returncode
-
-
-def _interrupted(signum, frame):
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def applied(tree, patch):
-    """PATCH applied to TREE (edits kept) for the block; taken back out
-    afterwards, also on an exception, KeyboardInterrupt or SIGTERM."""
-    if not applies(tree, patch):
-        raise StageError("%s does not apply to %s" % (patch.name, tree))
-    main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, _interrupted) if main else None
-    try:
-        git(tree, "apply", patch)
-        yield
-    finally:
-        # Out again whenever it is in, whatever stopped the block.
-        if applies(tree, patch, "-R"):
-            git(tree, "apply", "-R", patch)
-        if main:
-            signal.signal(signal.SIGTERM, old)
 
 
 def judge(must, rec):
@@ -106,10 +77,10 @@ def prove(ws, patch, stage, args, must, build):
         tree = checkout(ws, build)
         cmd = [PYTHON, "-m", "yws", "--build", build / "build", "--tree", tree,
                "--series", ws.series, "--base", ws.base, stage, *args]
-        with applied(tree, patch):
-            run(cmd, cwd=ws.root, env={"PYTHONPATH": ws.root / "tools"},
-                log=out / "log", label="%s (%s)" % (stage, patch.stem),
-                timeout=TIMEOUT, check=False)
+        git(tree, "apply", patch)
+        run(cmd, cwd=ws.root, env={"PYTHONPATH": ws.root / "tools"},
+            log=out / "log", label="%s (%s)" % (stage, patch.stem),
+            timeout=TIMEOUT, check=False)
     except StageError as e:
         return "error", str(e)
     rec = results.read(build / "build" / "results", stage)

@@ -8,7 +8,6 @@ selftests/scenarios ("name|kernel command line|checks|fragments merged
 after the target's config", one kernel per fragment list). The KTAP of the
 result channel becomes counts, a skip a skip with its reason.
 """
-import contextlib
 import fnmatch
 import os
 import re
@@ -17,7 +16,7 @@ import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import mutations, qemu, splats
+from . import qemu, splats
 from .ws import Stage, StageError, run
 
 PROGRAM = re.compile(r"^# selftests: (\S+): (\S+)$")
@@ -250,10 +249,8 @@ def run_vfs_diff(ws, args):
         checks = ""     # one case exercises one group only
     print("  seed %d, %d cases; again: make vfs-diff VFSDIFF_SEED=%d VFSDIFF_CASES=%d"
           " (one case: VFSDIFF_CASE=N)" % (seed, cases, seed, cases))
-    with (mutations.applied(ws.tree, Path(args.inject).resolve()) if args.inject
-          else contextlib.nullcontext()):
-        rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks, frags)], secs + 60,
-                           "the differential test, seed %d (selftests/vfs-diff)" % seed)
+    rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks, frags)], secs + 60,
+                       "the differential test, seed %d (selftests/vfs-diff)" % seed)
     log = ws.build / "vfs-diff" / name / "ktap.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     for line in [l for l in lines if l.startswith("# # DISAGREE")][:20] + \
@@ -266,8 +263,6 @@ def vfs_diff_args(p):
     p.add_argument("--seed", type=int, help="replay this seed (default: a new one)")
     p.add_argument("--cases", type=int, default=100000, help="cases to generate")
     p.add_argument("--case", type=int, help="replay case N of the seed alone")
-    p.add_argument("--inject", help="apply this patch (e.g. selftests/vfs-diff/"
-                   "inject/*.patch) for the run only")
 
 
 COMMANDS = {

@@ -1,13 +1,12 @@
 """make mutations: patches go in and always come back out; verdicts come
 from the stage's published result only."""
 import os
-import signal
 import subprocess
 
 import pytest
 
-from yws import mutations, results
-from yws.ws import StageError, Workspace
+from yws import check_debug, mutations, results
+from yws.ws import Workspace
 
 PATCH = """Must fail: suite.case_a suite.other*
 
@@ -53,36 +52,11 @@ def test_must_fail_line_and_vfs_diff_default(ws, tmp_path):
     assert mutations.must_fail(bare, "vfs-diff") == ["yama_vfs_diff/*"]
 
 
-def test_applied_then_taken_out_on_error(ws):
-    patch = ws.root / "kunit/mutations/allow-all.patch"
-    with pytest.raises(RuntimeError):
-        with mutations.applied(ws.tree, patch):
-            assert text(ws) == MUT
-            raise RuntimeError("stage crashed")
-    assert text(ws) == ORIG
-
-
-def test_taken_out_on_sigterm(ws):
-    """Deterministic: the process signals itself inside the block."""
-    patch = ws.root / "kunit/mutations/allow-all.patch"
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt):
-        with mutations.applied(ws.tree, patch):
-            os.kill(os.getpid(), signal.SIGTERM)
-    assert text(ws) == ORIG
-    assert signal.getsignal(signal.SIGTERM) is before
-
-
-def test_uncommitted_edits_kept_and_unapplicable_patch_refused(ws):
-    (ws.tree / "rules.c").write_text(ORIG + "edit();\n")
-    patch = ws.root / "kunit/mutations/allow-all.patch"
-    with mutations.applied(ws.tree, patch):
-        assert text(ws) == MUT + "edit();\n"
-    assert text(ws) == ORIG + "edit();\n"
+def test_a_patch_that_does_not_apply_is_an_error(ws):
     (ws.tree / "rules.c").write_text("other\n")
-    with pytest.raises(StageError, match="does not apply"):
-        with mutations.applied(ws.tree, patch):
-            pass
+    patch = ws.root / "kunit/mutations/allow-all.patch"
+    res = mutations.prove(ws, patch, "kunit", [], ["x"], ws.dir("mutations"))
+    assert res[0] == "error" and "patch failed" in res[1]
     assert text(ws) == "other\n"
 
 
@@ -119,6 +93,17 @@ def test_judge():
     assert mutations.judge(must, rec("pass"))[0] == "missed"
     assert mutations.judge(must, rec("fail", summary="build failed"))[0] == "error"
     assert mutations.judge(must, None)[0] == "error"
+
+
+def test_every_planted_bug_says_what_must_fail():
+    """The real folders: each has patches, each names what must fail; the
+    stress ones what check-debug finds (check_debug.FOUND)."""
+    found = mutations.mutations(Workspace())
+    assert {s for _, s, _ in found} == {s for _, s, _ in mutations.FOLDERS}
+    for patch, stage, _ in found:
+        assert mutations.must_fail(patch, stage), patch
+        if stage == "check-debug":
+            assert mutations.must_fail(patch, stage) == check_debug.FOUND, patch
 
 
 def fake_stage(ws, seen):
