@@ -3,41 +3,69 @@ stage that owns its folder must then fail, naming what failed:
   kunit/mutations/*.patch               kunit: failed cases
   selftests/mutations/*.patch           selftests default (one boot): failed cases
   selftests/vfs-diff/mutations/*.patch  vfs-diff (fixed seed): a group that disagrees
+  series/mutations/*.patch              series-check: a gate of the patch ("patch 6/* build")
   selftests/stress/mutations/*.patch    check-debug: what it finds (check_debug.FOUND)
 A patch opens with "Must fail: GLOB..." (suite.case, or program/test, under
-any scenario/): it is caught only when a
+any scenario/; a series patch's line is one glob): it is caught only when a
 case matching one of them failed; other failures alone are "off-target". A
 patch that does not apply, a build error or a run that reports nothing is
 an "error", never caught.
 
 Each patch is applied to build/mutations/author, a --shared clone holding
 the tree as it is (its HEAD and uncommitted edits), set afresh for each
-patch; the author's tree is never touched. The stage runs as `python3 -m yws
---build build/mutations/build --tree build/mutations/author STAGE`: its
-kernels and results stay in build/mutations, never in build/results, laid
-out as the workspace's (tree and build/ side by side), so ccache's relative
-paths match and only what the patch touches is compiled.
+patch; the author's tree is never touched. A series patch is folded into
+the commit its "Into patch: N" line names (fold): series-check judges
+commits. The stage runs as `python3 -m yws --build build/mutations/build
+--tree build/mutations/author STAGE`: its kernels and results stay in
+build/mutations, never in build/results, laid out as the workspace's (tree
+and build/ side by side), so ccache's relative paths match and only what
+the patch touches is compiled.
 """
 import fnmatch
 import json
+import re
+import time
 
 from . import results
-from .ws import PYTHON, Stage, StageError, git, run, shared_clone, tree_state
+from . import prep
+from .ws import COMMITTER, PYTHON, Stage, StageError, git, run, shared_clone, tree_state
 
 FOLDERS = [("kunit/mutations", "kunit", []),
            ("selftests/mutations", "selftests", ["default"]),
            ("selftests/vfs-diff/mutations", "vfs-diff", ["--seed", "20101020", "--cases", "22000"]),
+           ("series/mutations", "series-check", []),
            ("selftests/stress/mutations", "check-debug", [])]
 TIMEOUT = 3 * 3600     # a hard stop; the stages time their own boots
 
 
 def must_fail(patch, stage):
-    """The globs of the patch's "Must fail:" line; for vfs-diff, any
-    group of the differential test (not a boot problem)."""
+    """The globs of the patch's "Must fail:" line (series-check: the line
+    is one glob); for vfs-diff, any group of the differential test (not a
+    boot problem)."""
     first = patch.read_text().partition("\n")[0]
     if first.startswith("Must fail:"):
-        return first[len("Must fail:"):].split()
+        globs = first[len("Must fail:"):].strip()
+        return [globs] if stage == "series-check" else globs.split()
     return ["yama_vfs_diff/*"] if stage == "vfs-diff" else None
+
+
+def fold(tree, patch):
+    """PATCH folded into commit N of TREE's series ("Into patch: N"): N
+    amended, the later commits picked on top; what does not apply is an error."""
+    m = re.search(r"^Into patch: *(\d+)$", patch.read_text(), re.M)
+    commits, n = prep.patches(tree), int(m[1]) if m else 0
+    if not 1 <= n <= len(commits):
+        raise StageError("%s: no 'Into patch: N' line, N of 1..%d" % (patch.name, len(commits)))
+    if git(tree, "status", "--porcelain"):
+        raise StageError("the tree has uncommitted edits: series-check judges commits")
+    git(tree, "checkout", "-q", "--detach", commits[n - 1])
+    git(tree, "apply", "--index", patch)
+    git(tree, "commit", "-q", "--amend", "--no-edit")
+    for n, c in enumerate(commits[n:], n + 1):
+        if run(["git", "-C", tree, "cherry-pick", c], env=COMMITTER, capture=True,
+               check=False).returncode:
+            git(tree, "cherry-pick", "--abort", check=False)
+            raise StageError("%s: patch %d does not apply over it" % (patch.name, n))
 
 
 def judge(must, rec):
@@ -77,7 +105,7 @@ def prove(ws, patch, stage, args, must, build):
         tree = checkout(ws, build)
         cmd = [PYTHON, "-m", "yws", "--build", build / "build", "--tree", tree,
                "--series", ws.series, "--base", ws.base, stage, *args]
-        git(tree, "apply", patch)
+        fold(tree, patch) if stage == "series-check" else git(tree, "apply", patch)
         run(cmd, cwd=ws.root, env={"PYTHONPATH": ws.root / "tools"},
             log=out / "log", label="%s (%s)" % (stage, patch.stem),
             timeout=TIMEOUT, check=False)
@@ -112,11 +140,13 @@ def main(ws, args):
             raise StageError("no mutation named %s" % " ".join(args.names))
         rows, build = [], ws.dir("mutations")
         for patch, stage, sargs in todo:
-            must = must_fail(patch, stage)
+            must, start = must_fail(patch, stage), time.time()
             res = prove(ws, patch, stage, sargs, must, build) if must else \
                 ("error", "no 'Must fail:' line")
-            rows.append({"name": patch.stem, "stage": stage, "result": res[0], "detail": res[1]})
-            st.progress("%-10s %-38s %-9s %s" % (res[0], patch.stem, stage, res[1]))
+            rows.append({"name": patch.stem, "stage": stage, "result": res[0], "detail": res[1],
+                         "seconds": round(time.time() - start)})
+            st.progress("%-10s %-38s %-12s %5ds  %s" % (res[0], patch.stem, stage,
+                                                      rows[-1]["seconds"], res[1]))
         report(st, rows)
     return st.exit_code
 

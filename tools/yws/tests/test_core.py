@@ -136,6 +136,8 @@ def test_summary_names_the_tree_and_edits(ws, capsys):
 
 def test_export_round_trip_and_refusals(ws):
     tree.export_to(ws, ws.series)
+    (ws.series / "mutations").mkdir()       # planted bugs: no part of the series
+    (ws.series / "mutations/0003-x.patch").write_text("Into patch: 1\n")
     assert [p.name for p in tree.series_files(ws)] == [
         "0001-change-1.patch", "0002-change-2.patch"]
     assert tree.export_differs(ws)[0] == []

@@ -1,12 +1,14 @@
 """make mutations: patches go in and always come back out; verdicts come
 from the stage's published result only."""
+import difflib
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from yws import check_debug, mutations, results
-from yws.ws import Workspace
+from yws.ws import StageError, Workspace
 
 PATCH = """Must fail: suite.case_a suite.other*
 
@@ -60,6 +62,67 @@ def test_a_patch_that_does_not_apply_is_an_error(ws):
     assert text(ws) == "other\n"
 
 
+LINES = ["line %d\n" % i for i in range(12)]
+
+
+@pytest.fixture
+def series(tmp_path):
+    """Tag base and three commits, each changing lines of its own (1, 5, 9)."""
+    t = tmp_path / "series"
+    t.mkdir()
+    sh(t, "git", "init", "-q")
+    for i, n in enumerate([None, 1, 5, 9]):
+        lines = (t / "f.c").read_text().splitlines(True) if n else LINES
+        if n:
+            lines[n] = "commit %d\n" % i
+        (t / "f.c").write_text("".join(lines))
+        sh(t, "git", "add", ".")
+        sh(t, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c%d" % i)
+    sh(t, "git", "tag", "base", "HEAD~3")
+    return t
+
+
+def folding(tmp_path, line, into="Into patch: 2\n"):
+    """A series mutation: LINE of f.c, as commit 2 left it, planted."""
+    old = LINES[:1] + ["commit 1\n"] + LINES[2:5] + ["commit 2\n"] + LINES[6:]
+    new = old[:line] + ["planted\n"] + old[line + 1:]
+    patch = tmp_path / "m.patch"
+    patch.write_text("Must fail: patch 2/* build\n%s\n" % into +
+                     "".join(difflib.unified_diff(old, new, "a/f.c", "b/f.c")))
+    return patch
+
+
+def show(tree, rev):
+    return subprocess.run(["git", "-C", tree, "show", rev + ":f.c"], capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+
+
+def test_fold_amends_commit_n_and_picks_the_later_ones(series, tmp_path):
+    mutations.fold(series, folding(tmp_path, 7))
+    log = subprocess.run(["git", "-C", series, "log", "--format=%s", "base..HEAD"],
+                         capture_output=True, text=True).stdout.split()
+    assert log == ["c3", "c2", "c1"]
+    assert show(series, "HEAD~1")[5:8] == ["commit 2", "line 6", "planted"]
+    assert show(series, "HEAD")[7:10] == ["planted", "line 8", "commit 3"]
+    assert show(series, "HEAD~2")[7] == "line 7"
+
+
+def test_fold_a_later_commit_does_not_apply_over_is_an_error(series, tmp_path):
+    with pytest.raises(StageError, match="patch 3 does not apply"):
+        mutations.fold(series, folding(tmp_path, 9))
+
+
+def test_fold_needs_its_into_patch_line(series, tmp_path):
+    head = subprocess.run(["git", "-C", series, "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout
+    with pytest.raises(StageError, match="no 'Into patch: N' line"):
+        mutations.fold(series, folding(tmp_path, 7, into=""))
+    with pytest.raises(StageError, match="no 'Into patch: N' line"):
+        mutations.fold(series, folding(tmp_path, 7, into="Into patch: 4\n"))
+    assert subprocess.run(["git", "-C", series, "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout == head
+
+
 def rec(verdict, bad=(), summary=""):
     return {"verdict": verdict, "passed": 3, "summary": summary,
             "details": {"failed_cases": [{"name": b, "reason": "x"} for b in bad]}}
@@ -93,6 +156,11 @@ def test_judge():
     assert mutations.judge(must, rec("pass"))[0] == "missed"
     assert mutations.judge(must, rec("fail", summary="build failed"))[0] == "error"
     assert mutations.judge(must, None)[0] == "error"
+    series = Path(mutations.__file__).parents[2] / "series/mutations"
+    must = mutations.must_fail(next(series.glob("*.patch")), "series-check")
+    assert must == ["patch 6/* build"]        # one glob: the case names hold spaces
+    assert mutations.judge(must, rec("fail", ["patch 6/10 build"]))[0] == "caught"
+    assert mutations.judge(must, rec("fail", ["patch 7/10 build"]))[0] == "off-target"
 
 
 def test_every_planted_bug_says_what_must_fail():
