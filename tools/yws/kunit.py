@@ -22,7 +22,7 @@ def count(node, suite=None, path=()):
     suites, failed = {}, []
     for case in node.get("test_cases", []):
         key = {"PASS": "pass", "SKIP": "skip"}.get(case.get("status"), "fail")
-        s = suites.setdefault(suite, {"pass": 0, "fail": 0, "skip": 0})
+        s = suites.setdefault(suite or node["name"], {"pass": 0, "fail": 0, "skip": 0})
         s[key] += 1
         if key == "fail":
             failed.append({"name": ".".join((*path, case["name"])),

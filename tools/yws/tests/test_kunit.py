@@ -74,6 +74,13 @@ def test_a_failed_or_crashed_case_fails_the_stage_by_name(ws, monkeypatch):
         {"name": "yama_links.sticky", "reason": "ERROR"}]
 
 
+def test_a_panic_counts_the_top_groups_nameless_cases(ws, monkeypatch):
+    """kunit.py lists what a panic cut off as nameless ERROR cases of its top group."""
+    top = dict(report(), test_cases=[case("", "ERROR")])
+    code, r = run(ws, monkeypatch, top, rc=1)
+    assert code == 1 and r["details"]["suites"]["KUnit Test Group"]["fail"] == 1
+
+
 def test_a_splat_on_the_console_fails_even_when_every_case_passed(ws, monkeypatch):
     code, r = run(ws, monkeypatch, report(),
                   console="ok 1 yama\nBUG: sleeping function called from invalid context\n")
