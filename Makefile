@@ -39,7 +39,7 @@ mutations:
 	@$(YWS) mutations $(MUTATIONS)
 trailers:
 	@$(YWS) trailers "$(MBOX)"
-check-debug: prep
+check-debug: deps
 	@$(YWS) run check-debug
 series-check kunit bench posting range-diff record-posting round-trip test-tools clean export:
 	@$(YWS) $@

@@ -1,26 +1,33 @@
 """python3 -m yws [paths] STAGE [args]: the workspace's one command line."""
 import argparse
+import functools
 import importlib
+import pkgutil
 import sys
+from pathlib import Path
 
 from .ws import StageError, Workspace
 
-MODULES = ["deps", "prep", "series_check", "kunit", "selftests", "check_debug", "mutations",
-           "bench", "posting", "review", "trailers", "runner"]
 GLOBAL = {"--build": "build folder (default: build/)",
           "--out": "what a user takes away (default: out/)",
-          "--tree": "the kernel tree (default: BUILD/linux)",
+          "--tree": "the author's kernel tree (default: author/)",
           "--series": "the series' patches and order (default: series/)",
           "--base": "tools/bases/BASE.toml (default: linux-6.12)",
           "--sender": '"Name <address>" of the posting (default: git config)'}
 
 
+@functools.cache
 def commands():
-    """Every stage module's COMMANDS, in the order of MODULES. A module that
-    does not import fails the command: no stage goes missing quietly."""
+    """The COMMANDS of every module of the package. A module that does not
+    import fails the command (no stage goes missing quietly), and so does a
+    command that two modules define."""
     found = {}
-    for name in MODULES:
-        found.update(importlib.import_module("yws." + name).COMMANDS)
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        for name, cmd in getattr(importlib.import_module("yws." + mod.name),
+                                 "COMMANDS", {}).items():
+            if name in found:
+                raise SystemExit("error: yws.%s defines the command %s twice" % (mod.name, name))
+            found[name] = cmd
     return found
 
 

@@ -144,7 +144,7 @@ def tsc_khz():
 
 
 def main(ws, args):
-    with Stage(ws, "bench", "Yama's checks timed in QEMU (kernel figures, never judged)") as st:
+    with Stage(ws, "bench") as st:
         out, cfg, src = ws.dir("bench"), ws.root / "selftests/config", ws.root / "selftests/bench"
         kdir = out / "kernel"
         with qemu.locked(kdir):

@@ -236,8 +236,7 @@ def name_reports(st, console):
 
 def check_debug(ws, args):
     out = ws.dir("check-debug")
-    with Stage(ws, "check-debug", "debug kernel (KASAN, KFENCE, lockdep, PROVE_RCU, ...): "
-               "stress, bad input, kselftests, KUnit") as st:
+    with Stage(ws, "check-debug") as st:
         progs, n = programs(ws, out / "stress")
         rows = selftests.scenarios(ws.root / "selftests/stress/scenarios")
         kdir = qemu.kernel_dir(ws, EXTRA + AFTER)

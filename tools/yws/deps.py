@@ -205,7 +205,7 @@ def base_commit(tree):
 
 
 def stage_deps(ws, args):
-    with Stage(ws, "deps", "Debian packages and the base tarball", tree=None) as st:
+    with Stage(ws, "deps", tree=None) as st:
         deps(ws)
         st.passed = len(PACKAGES)
         st.summary = "%d packages present, base %s" % (len(PACKAGES), base_info(ws)["version"])

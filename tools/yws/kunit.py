@@ -60,8 +60,7 @@ def publish(st, top, console, rc, log):
 def run_kunit(ws, args):
     out = ws.dir("kunit")
     kdir, js, log = out, out / "results.json", out / "kunit.log"   # out: kunit.py's build_dir
-    with Stage(ws, "kunit", "Yama's KUnit suites (kunit.py run "
-               "--kunitconfig=security/yama) under qemu-system-x86_64") as st:
+    with Stage(ws, "kunit") as st:
         kunitpy = ws.tree / "tools/testing/kunit/kunit.py"
         if not (ws.tree / "security/yama/.kunitconfig").exists():
             raise StageError("no security/yama/.kunitconfig in %s" % ws.tree)

@@ -11,24 +11,19 @@ case matching one of them failed; other failures alone are "off-target". A
 patch that does not apply, a build error or a run that reports nothing is
 an "error", never caught.
 
-Each patch is applied to build/mutations/author, a --shared clone holding
-the tree as it is (its HEAD and uncommitted edits), set afresh for each
-patch; the author's tree is never touched. A series patch is folded into
-the commit its "Into patch: N" line names (fold): series-check judges
-commits. The stage runs as `python3 -m yws --build build/mutations/build
---tree build/mutations/author STAGE`: its kernels and results stay in
-build/mutations, never in build/results, laid out as the workspace's (tree
-and build/ side by side), so ccache's relative paths match and only what
-the patch touches is compiled.
+Each patch is applied to build/mutations/author, a --shared clone of the
+tree as it is (HEAD and edits), set afresh for each; a series patch is
+folded into the commit its "Into patch: N" line names. The runner starts
+the stage with --build build/mutations/build: tree and build/ side by side
+as in the workspace, so ccache's relative paths match.
 """
 import fnmatch
 import json
 import re
 import time
 
-from . import results
-from . import prep
-from .ws import COMMITTER, PYTHON, Stage, StageError, git, run, shared_clone, tree_state
+from . import prep, runner
+from .ws import COMMITTER, Stage, StageError, Workspace, git, run, shared_clone, tree_state
 
 FOLDERS = [("kunit/mutations", "kunit", []),
            ("selftests/mutations", "selftests", ["default"]),
@@ -84,7 +79,7 @@ def judge(must, rec):
 
 
 def checkout(ws, build):
-    """BUILD/linux, a --shared clone of the tree set to the tree as it is
+    """BUILD/author, a --shared clone of the tree set to the tree as it is
     (HEAD, then its edits and new files as uncommitted changes)."""
     tid = tree_state(ws.tree)[0]        # its objects: in the tree, shared
     dest = shared_clone(ws.tree, build / ws.tree.name, "refs/mutations/head")
@@ -100,18 +95,14 @@ def prove(ws, patch, stage, args, must, build):
     out = build / patch.stem
     out.mkdir(parents=True, exist_ok=True)
     (out / "log").unlink(missing_ok=True)
-    results.remove(build / "build" / "results", stage)
     try:
         tree = checkout(ws, build)
-        cmd = [PYTHON, "-m", "yws", "--build", build / "build", "--tree", tree,
-               "--series", ws.series, "--base", ws.base, stage, *args]
+        mws = Workspace(ws.root, build=build / "build", out=build / "out", tree=tree,
+                        series=ws.series, base=ws.base)
         fold(tree, patch) if stage == "series-check" else git(tree, "apply", patch)
-        run(cmd, cwd=ws.root, env={"PYTHONPATH": ws.root / "tools"},
-            log=out / "log", label="%s (%s)" % (stage, patch.stem),
-            timeout=TIMEOUT, check=False)
+        rec = runner.run_stage(mws, stage, args, rerun=True, log=out / "log", timeout=TIMEOUT)
     except StageError as e:
         return "error", str(e)
-    rec = results.read(build / "build" / "results", stage)
     (out / "result.json").write_text(json.dumps(rec, indent=1))
     return judge(must, rec)
 
@@ -135,7 +126,7 @@ def report(st, rows):
 
 def main(ws, args):
     todo = [m for m in mutations(ws) if not args.names or m[0].stem in args.names]
-    with Stage(ws, "mutations", "break one rule at a time; the stage that owns it must fail") as st:
+    with Stage(ws, "mutations") as st:
         if not todo:
             raise StageError("no mutation named %s" % " ".join(args.names))
         rows, build = [], ws.dir("mutations")
@@ -155,6 +146,7 @@ def add_arguments(p):
     p.add_argument("names", nargs="*", metavar="NAME", help="only these patches (file names without .patch)")
 
 
-COMMANDS = {"mutations": ("break Yama's rules one patch at a time; the owning stage must fail "
+COMMANDS = {"mutations": ("plant one bug at a time (a rule broken, a patch that does not build alone, ...): "
+                          "the stage that owns it must fail "
                           "(MUTATIONS=\"a b\": only these)",
                           add_arguments, main)}

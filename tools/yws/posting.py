@@ -14,8 +14,11 @@ from .cover import posted, changelog, read
 from .deps import base_commit
 from .ws import StageError, Stage, git, run, shared_clone
 
-TESTED = ["series-check", "kunit", "selftests"]      # the Testing section's stages
-OPTIONAL = ["series-check-sysctl-whole", "check-debug", "vfs-diff"]
+# The Testing section's stages, each with the command line its result must have
+TESTED = {"series-check": ["series-check"], "kunit": ["kunit"],
+          "selftests": ["selftests", "default"]}
+OPTIONAL = {"series-check-sysctl-whole": ["series-check", "--sysctl-whole"],
+            "check-debug": ["check-debug"], "vfs-diff": ["vfs-diff"]}
 REF = re.compile(r"\[\[([^\[\]]+)\]\]")
 LSM_LIST = "linux-security-module@vger.kernel.org"
 REQUIRED_LISTS = [(re.compile(r"^fs/"), "linux-fsdevel@vger.kernel.org"),
@@ -37,8 +40,8 @@ def fresh_results(ws):
     all of TESTED (the selftests' with the default boot) or the posting
     stops, naming each stale stage and why; OPTIONAL ones when fresh."""
     recs, stale = {}, []
-    for s in TESTED + OPTIONAL:
-        rec, why = results.fresh(ws, s, ["selftests", "default"] if s == "selftests" else None)
+    for s, argv in {**TESTED, **OPTIONAL}.items():
+        rec, why = results.fresh(ws, s, argv)
         if rec:
             recs[s] = rec
         elif s in TESTED:
@@ -49,22 +52,20 @@ def fresh_results(ws):
     return recs
 
 
-def label(stage):
-    """How the Testing section names a stage: its command's help line."""
+def label(argv):
+    """How the Testing section names a stage: its command line, its help line."""
     from .__main__ import commands
-    name = "series-check" if stage == "series-check-sysctl-whole" else stage
-    return "`make %s`%s: %s" % (name, " (SYSCTL=n tip whole)" if name != stage else "",
-                               commands()[name][0])
+    return "`yws %s`: %s" % (" ".join(argv), commands()[argv[0]][0])
 
 
 def testing_section(recs, tree_id):
     out = [fill("Testing (by the workspace; every result below is of tree %s, the tree "
                 "of the base with these patches):" % tree_id[:12], ""), ""]
-    for s in TESTED + OPTIONAL:
+    for s in {**TESTED, **OPTIONAL}:
         r = recs.get(s)
         if r:
             out.append(fill("- %s: %d passed, %d failed%s, in %ds: %s." % (
-                label(s), r["passed"], r["failed"],
+                label(r["argv"]), r["passed"], r["failed"],
                 ", %d skipped" % r["skipped"] if r["skipped"] else "", r["seconds"],
                 r["summary"].rstrip("."))))
     return "\n".join(out)
@@ -338,8 +339,7 @@ def preimage_files(mbox):
 # ------------------------------------------------------------ stages
 def stage_posting(ws, args):
     ident = sender.identity(ws)
-    with Stage(ws, "posting", "cover-letter/ + b4 send -o -> out/posting/vN, proof, lint, "
-               "range-diff") as st:
+    with Stage(ws, "posting") as st:
         if st.dirty:
             files = git(ws.tree, "status", "--porcelain").splitlines()
             raise StageError("the tree has uncommitted edits (%s): b4 posts commits; commit "
@@ -360,6 +360,7 @@ def stage_posting(ws, args):
                                          testing_section(recs, st.tree_id)), work)
         print("  b4 send -o %s: %d messages" % (outdir, send(ws, outdir)), flush=True)
         shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
+        shutil.copyfile(cover.cover_dir(ws) / "cover.txt", outdir / "cover.template.txt")
         lines = [proof(ws, thread, st.tree_id, work)]
         checks = lint(thread_of(thread), rev, ident, read(outdir / "cover.txt") or "")
         if rev > 1:
@@ -382,7 +383,7 @@ def stage_posting(ws, args):
 
 
 def stage_range_diff(ws, args):
-    with Stage(ws, "range-diff", "b4 diff -m of the last posted revision and this one") as st:
+    with Stage(ws, "range-diff") as st:
         rev = cover.current_revision(ws, st.tree_id)
         if rev < 2:
             st.verdict, st.summary = "skip", "no posted revision yet (cover-letter/posted/)"
@@ -403,8 +404,7 @@ def stage_range_diff(ws, args):
 
 
 def stage_record(ws, args):
-    with Stage(ws, "record-posting", "keep out/posting/vN as the posted vN "
-               "(cover-letter/posted/)") as st:
+    with Stage(ws, "record-posting") as st:
         rec, why = results.fresh(ws, "posting")
         if not rec:
             raise StageError("no posting that holds for this tree (%s): make posting first" % why)
@@ -414,7 +414,7 @@ def stage_record(ws, args):
         posted(ws, rev).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(thread, posted(ws, rev))
         posted(ws, rev, "tree").write_text(st.tree_id + "\n")
-        shutil.copyfile(cover.cover_dir(ws) / "cover.txt", posted(ws, rev, "cover.txt"))
+        shutil.copyfile(rec["details"]["dir"] + "/cover.template.txt", posted(ws, rev, "cover.txt"))
         git(ws.tree, "-c", "tar.tar.xz.command=xz -9 -c", "archive", "--format=tar.xz",
             "-o", posted(ws, rev, "preimage.tar.xz"), "base", "--",
             *preimage_files(posted(ws, rev)))

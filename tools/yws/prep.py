@@ -47,11 +47,11 @@ def configure(ws, tree):
                  ("branch.%s.b4-prep-cover-strategy" % BRANCH, "commit")):
         git(tree, "config", k, v)
     shutil.copyfile(ws.root / ".b4-config", tree / ".b4-config")
-    excl = tree / ".git" / "info" / "exclude"
+    excl = tree / ".git" / "info" / "exclude"     # and an editor's files: not the tree
     excl.parent.mkdir(exist_ok=True)
-    if "/.b4-config" not in (cover.read(excl) or ""):
-        with excl.open("a") as f:
-            f.write("/.b4-config\n")
+    have = (cover.read(excl) or "").splitlines()
+    with excl.open("a") as f:
+        f.writelines(p + "\n" for p in ("/.b4-config", ".*.sw?", "*~") if p not in have)
 
 
 def cover_message(ws, text, rev):
@@ -208,6 +208,7 @@ def stage_prep(ws, args):
                tree=None) as st:
         if (ws.tree / ".git").exists() and base_commit(ws.tree):
             kept = _reuse_or_reset(ws, args.force)
+            configure(ws, ws.tree)
         else:
             if ws.tree.exists() and any(ws.tree.iterdir()) and not args.force:
                 raise StageError("%s exists and is no tree of this workspace (no tag "
@@ -228,7 +229,7 @@ def stage_prep(ws, args):
 
 
 def stage_export(ws, args):
-    with Stage(ws, "export", "the tree's commits -> series/") as st:
+    with Stage(ws, "export") as st:
         if git(ws.tree, "status", "--porcelain", "--untracked-files=no"):
             raise StageError("%s has uncommitted edits: commit them first" % ws.tree)
         with tempfile.TemporaryDirectory() as d:
@@ -245,7 +246,7 @@ def stage_export(ws, args):
 
 
 def stage_round_trip(ws, args):
-    with Stage(ws, "round-trip", "series/ = make export of the tree's commits") as st:
+    with Stage(ws, "round-trip") as st:
         differ = export_differs(ws)[0]
         if differ:
             raise StageError("series/ is not what make export writes (%s): "

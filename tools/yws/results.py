@@ -69,9 +69,8 @@ def why_stale(rec, now, argv=None, changed=lambda kind, old, new: []):
     for kind, what in (("tree", "the tree"), ("workspace", "the workspace's code")):
         if rec[kind] is not None and rec[kind] != now[kind]:
             paths = changed(kind, rec[kind], now[kind])
-            return "%s changed since it ran (%s)" % (what, ", ".join(paths[:4]) + (
-                " and %d more" % (len(paths) - 4) if len(paths) > 4 else "") if paths
-                else "%s -> %s" % (str(rec[kind])[:12], str(now[kind])[:12]))
+            return "%s changed since it ran (%s)" % (what, ", ".join(paths[:4]) + " ..." * (
+                len(paths) > 4) or "%s -> %s" % (str(rec[kind])[:12], str(now[kind])[:12]))
     return None
 
 

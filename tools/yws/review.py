@@ -20,8 +20,7 @@ def workspace(ws):
 def stage_review(ws, args):
     rws = workspace(ws)
     top = rws.tree.parent
-    with Stage(ws, "review", "b4 am of %s on a fresh base (%s), lint, range-diff" % (
-            args.mbox, rws.tree), tree=None) as st:
+    with Stage(ws, "review", "%s -> %s" % (args.mbox, rws.tree), tree=None) as st:
         if not args.mbox:
             raise StageError("name the thread: make review MBOX=FILE")
         pats, _ = one_thread(args.mbox)

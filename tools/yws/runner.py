@@ -36,15 +36,19 @@ def _global_flags(ws):
     return flags + (["--sender", ws.sender] if ws.sender else [])
 
 
-def spawn(cmd):
-    """Run one stage's process; its exit status."""
-    return subprocess.run(cmd, cwd=ROOT, env={
-        **os.environ, "PYTHONPATH": str(ROOT / "tools")}).returncode
+def spawn(cmd, log=None, timeout=None):
+    """Run one stage's process (its output into LOG when given); its exit status."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    if log:
+        return run(cmd, cwd=ROOT, env=env, log=log, timeout=timeout, check=False,
+                   label="%s (log %s)" % (cmd[-1], log)).returncode
+    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
 
 
-def run_stage(ws, stage, argv, rerun=False, result=None):
+def run_stage(ws, stage, argv, rerun=False, result=None, log=None, timeout=None):
     """Run one stage in its own process; its published result (named
-    RESULT when the stage publishes under another name)."""
+    RESULT when the stage publishes under another name). The only
+    starter of stages: the pipelines here and make mutations call it."""
     result = result or stage
     if not rerun and stage in REUSABLE:
         rec, why = results.fresh(ws, result, [stage, *argv])
@@ -55,7 +59,7 @@ def run_stage(ws, stage, argv, rerun=False, result=None):
         print("== %s: runs (its last result: %s)" % (stage, why), flush=True)
     start = time.time()
     results.remove(ws.results, result)
-    rc = spawn([PYTHON, "-m", "yws", *map(str, _global_flags(ws)), stage, *argv])
+    rc = spawn([PYTHON, "-m", "yws", *map(str, _global_flags(ws)), stage, *argv], log=log, timeout=timeout)
     rec = results.read(ws.results, result)
     if rec is None or rec["verdict"] == "pass" and rc != 0:
         why = "exit %d, %s" % (rc, "no result published" if rec is None
@@ -130,8 +134,7 @@ def summarize(ws, recs, seconds):
 
 def test_tools(ws, args):
     """pytest on the workspace's own tests; counts from its JUnit XML."""
-    with Stage(ws, "test-tools", "tests of the workspace (%s)" % args.tests,
-               tree=None) as st:
+    with Stage(ws, "test-tools", args.tests, tree=None) as st:
         xml = ws.dir("test-tools") / "junit.xml"
         xml.unlink(missing_ok=True)
         res = run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -172,24 +175,26 @@ def _test_args(p):
 
 def run_pipeline(ws, args):
     """make, make check, make check-debug, make review: one pipeline."""
-    if args.pipeline == "review":
-        return run_review(ws, args)
-    if args.mbox:
+    if args.pipeline != "review" and args.mbox:
         raise SystemExit("error: run %s takes no MBOX" % args.pipeline)
-    return pipeline(ws, PIPELINES[args.pipeline], args.rerun)
+    return run_review(ws, args) if args.pipeline == "review" else \
+        pipeline(ws, PIPELINES[args.pipeline], args.rerun)
 
 
-ABOUT = {"all": "(plain make) the posting, checked: prep, series-check, kunit, the default "
-                "kselftest boot, then posting",
-         "check": "all tests: test-tools, prep, round-trip, series-check, kunit, selftests, "
-                  "posting; a summary table and the count line",
-         "check-debug": "series-check with the SYSCTL=n tip built whole, then",
-         "review": "then %s on the applied thread:" % ", ".join(review.STAGES)}
+ABOUT = {"all": "(plain make) the posting, checked", "check": "all tests",
+         "check-debug": "the series on a debug kernel, and the SYSCTL=n tip built whole",
+         "review": "a maintainer's view of MBOX=FILE"}
+
+
+def stages_of(name):
+    """The stages a pipeline runs, as make help and --help show them."""
+    return " ".join(" ".join([s[0]] + s[1]) for s in PIPELINES[name]) if name in PIPELINES \
+        else " ".join(["review"] + review.STAGES)
 
 
 def _run_args(p):
     p.add_argument("pipeline", choices=list(ABOUT), help="; ".join(
-        "%s: %s" % kv for kv in ABOUT.items()))
+        "%s: %s (%s)" % (n, a, stages_of(n)) for n, a in ABOUT.items()))
     p.add_argument("mbox", nargs="?", help="review: the thread, an mbox file")
     _rerun(p)
 
@@ -198,8 +203,7 @@ def help_targets(ws, args):
     """make help: every target with its one description (ABOUT, COMMANDS)."""
     from .__main__ import commands
     cmds = commands()
-    rows = [(n, a + (" " + cmds[n][0] if n in cmds else "")) for n, a in ABOUT.items()]
-    rows[3] = ("review", cmds["review"][0] + "; " + ABOUT["review"].rstrip(":"))
+    rows = [(n, "%s: %s, then the summary" % (a, stages_of(n))) for n, a in ABOUT.items()]
     rows += [(n, c[0]) for n, c in cmds.items() if n not in ABOUT and n != "run"]
     print("\n".join("  make %-15s %s" % row for row in rows))
     return 0

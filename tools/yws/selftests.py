@@ -218,11 +218,10 @@ def publish(st, results):
                            for n, r in results.items()) + " (pass/fail/skip)"
 
 
-def run_selftests(ws, args, name="selftests", rows=None, timeout=900,
-                  what="Yama kselftests in QEMU, one boot per scenario"):
+def run_selftests(ws, args, name="selftests", rows=None, timeout=900, detail=""):
     out = ws.dir(name)
     rows = rows or scenarios(ws.root / "selftests/scenarios", args.scenarios)
-    with Stage(ws, name, what) as st:
+    with Stage(ws, name, detail) as st:
         if not (ws.tree / "tools/testing/selftests/yama/Makefile").exists():
             raise StageError("no tools/testing/selftests/yama in %s" % ws.tree)
         results = {}
@@ -250,7 +249,7 @@ def run_vfs_diff(ws, args):
     print("  seed %d, %d cases; again: make vfs-diff VFSDIFF_SEED=%d VFSDIFF_CASES=%d"
           " (one case: VFSDIFF_CASE=N)" % (seed, cases, seed, cases))
     rc = run_selftests(ws, args, "vfs-diff", [(name, cmdline, checks, frags)], secs + 60,
-                       "the differential test, seed %d (selftests/vfs-diff)" % seed)
+                       "seed %d" % seed)
     log = ws.build / "vfs-diff" / name / "ktap.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     for line in [l for l in lines if l.startswith("# # DISAGREE")][:20] + \

@@ -481,7 +481,7 @@ class Gates:
         t = self.ws.tree
         base_c = prep.base_commit(t)
         if not base_c:
-            raise StageError("%s has no tag 'base' (make tree)" % t)
+            raise StageError("%s has no tag 'base' (make prep)" % t)
         commits = prep.patches(t)
         if not commits:
             st_out.verdict, st_out.summary = "skip", "no patches"
@@ -557,10 +557,9 @@ def table(cells):
 
 
 def stage(ws, args):
-    what = "per patch: checkpatch, W=1 build, sparse, kernel-doc; tip: config matrix, rst"
-    # check-debug's whole SYSCTL=n build publishes a result of its own
+    # the SYSCTL=n tip built whole (make check-debug) publishes a result of its own
     name = "series-check-sysctl-whole" if args.sysctl_whole else "series-check"
-    with Stage(ws, name, what) as st:
+    with Stage(ws, name) as st:
         if st.dirty:
             raise StageError("%s has uncommitted edits: series-check judges commits; "
                              "commit (or stash) them first" % ws.tree)

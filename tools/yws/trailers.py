@@ -29,8 +29,7 @@ def comments(msgs):
 
 
 def stage_trailers(ws, args):
-    with Stage(ws, "trailers", "b4 trailers -u -m %s in %s, export to series/" % (
-            args.mbox, ws.tree)) as st:
+    with Stage(ws, "trailers", "%s -> %s" % (args.mbox, ws.tree)) as st:
         if not args.mbox:
             raise StageError("name the replies: make trailers MBOX=FILE")
         msgs = read_mbox(args.mbox)

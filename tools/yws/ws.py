@@ -172,7 +172,7 @@ def tree_state(tree):
 
 # What decides no verdict: the series and its cover (results name their
 # tree), notes and prose; the rest of the tracked files, edits included, do.
-PROSE = ["series", "cover-letter", "notes", "*.md"]
+PROSE = [":(glob)series/*.patch", "series/series", "cover-letter", "notes", "*.md"]
 
 
 def workspace_id(ws):
@@ -197,8 +197,8 @@ def kbuild_env(ws):
 class Stage:
     """Context manager owning one stage's run and its published result."""
 
-    def __init__(self, ws, name, what, tree=..., argv=None):
-        self.ws, self.name, self.what = ws, name, what
+    def __init__(self, ws, name, detail="", tree=..., argv=None):
+        self.ws, self.name, self.detail = ws, name, detail
         self.tree = ws.tree if tree is ... else tree
         self.argv = list(getattr(ws, "argv", sys.argv[1:]) if argv is None
                          else argv)
@@ -208,8 +208,10 @@ class Stage:
         self.exit_code = 1
 
     def __enter__(self):
-        print("== %s: %s" % (self.name, self.what), flush=True)
-        self.start = time.time()
+        from .__main__ import commands      # each stage's description: its help line
+        about = commands().get(self.argv[0] if self.argv else self.name, ("",))[0]
+        print("== %s: %s" % (self.name, "; ".join(filter(None, (about, self.detail)))), flush=True)
+        self.start, self.workspace = time.time(), workspace_id(self.ws)
         results.remove(self.ws.results, self.name)
         if self.tree is not None:
             if not (Path(self.tree) / ".git").exists():
@@ -228,6 +230,10 @@ class Stage:
             etype, exc = StageError, StageError(
                 "the tree changed during the run: its result would name a "
                 "tree it did not test; run the stage again")
+        if etype is None and workspace_id(self.ws) != self.workspace:
+            etype, exc = StageError, StageError(
+                "the workspace's code changed during the run (%s): run the stage again"
+                % ", ".join(changed_paths(self.ws.root, self.workspace, workspace_id(self.ws))))
         if etype is None:
             if self.failed:
                 verdict = "fail"
@@ -259,7 +265,8 @@ class Stage:
                       passed=self.passed, failed=failed,
                       skipped=self.skipped, seconds=secs, tree=self.tree_id,
                       dirty=self.dirty, argv=self.argv,
-                      workspace=workspace_id(self.ws), summary=summary,
+                      workspace=getattr(self, "workspace", None) or workspace_id(self.ws),
+                      summary=summary,
                       details=self.details)
         print("== %s: %s (%d passed, %d failed%s) in %ds%s" % (
             self.name, verdict, self.passed, failed,

@@ -1,5 +1,5 @@
 """A stand-in for the kernel's make (and so gcc and sparse), for the gates'
-engine tests: `make -C SRC O=ODIR ... TARGETS` as gates.Gates runs it.
+engine tests: `make -C SRC O=ODIR ... TARGETS` as series_check.Gates runs it.
 
 It imitates kbuild just enough for the gates' decisions, on a tree of a
 few .c and .h files:

@@ -1,8 +1,8 @@
-"""ws.py, results.py, tree.py, check.py: the core of the workspace."""
+"""ws.py, results.py, prep.py, runner.py: the core of the workspace."""
 import json
 import pytest
 
-from yws import runner as check, results, prep as tree
+from yws import runner, results, prep
 from yws.ws import Stage, StageError, Workspace, run, shared_clone, tree_state, workspace_id
 from conftest import sh
 
@@ -21,9 +21,11 @@ def test_tree_state_sees_uncommitted_and_untracked_edits(repo):
 def test_workspace_id_is_the_code_not_logs_or_prose(repo, tmp_path):
     """A stray file, a note or a README edit leaves the results fresh; an
     edit of the code (committed or not) does not."""
-    for d in ("notes", "tools", "series"):
-        (repo / d).mkdir()
+    for d in ("notes", "tools", "series/mutations"):
+        (repo / d).mkdir(parents=True)
         (repo / d / "f").write_text("x\n")
+    for f in ("series/series", "series/0001-a.patch"):
+        (repo / f).write_text("x\n")
     (repo / "README.md").write_text("# read me\n")
     sh("git", "add", ".", cwd=repo)
     sh("git", "commit", "-qm", "layout", cwd=repo)
@@ -33,8 +35,12 @@ def test_workspace_id_is_the_code_not_logs_or_prose(repo, tmp_path):
     (repo / "notes" / "mine.txt").write_text("a note\n")
     (repo / "README.md").write_text("# read me, edited\n")
     (repo / "notes" / "f").write_text("edited note\n")
-    (repo / "series" / "f").write_text("the series has its own tree id\n")
+    (repo / "series" / "0001-a.patch").write_text("the series has its own tree id\n")
+    (repo / "series" / "series").write_text("0001-a.patch\n")
     assert workspace_id(w) == first
+    (repo / "series" / "mutations" / "f").write_text("a planted bug is code\n")
+    assert workspace_id(w) != first
+    (repo / "series" / "mutations" / "f").write_text("x\n")
     (repo / "tools" / "f").write_text("edited tool\n")
     edited = workspace_id(w)
     assert edited != first
@@ -106,22 +112,22 @@ def _fake_stage(monkeypatch, ws, verdict, rc, passed=2, failed=0):
                           dirty=False, argv=[stage], workspace="w",
                           summary="", details={})
         return rc
-    monkeypatch.setattr(check, "spawn", fake)
+    monkeypatch.setattr(runner, "spawn", fake)
 
 
 def test_check_exit_status_follows_the_stages(ws, monkeypatch, capsys):
     _fake_stage(monkeypatch, ws, "pass", 0)
-    assert check.pipeline(ws, [("a", []), ("b", [])], rerun=True) == 0
+    assert runner.pipeline(ws, [("a", []), ("b", [])], rerun=True) == 0
     assert capsys.readouterr().out.endswith("4 passed, 0 failed\n")
     _fake_stage(monkeypatch, ws, "fail", 1, passed=1, failed=1)
-    assert check.pipeline(ws, [("a", [])], rerun=True) == 1
+    assert runner.pipeline(ws, [("a", [])], rerun=True) == 1
     assert capsys.readouterr().out.endswith("1 passed, 1 failed\n")
 
 
 @pytest.mark.parametrize("verdict,rc", [("pass", 1), (None, 0), (None, 1)])
 def test_a_stage_that_lies_or_publishes_nothing_fails(ws, monkeypatch, capsys, verdict, rc):
     _fake_stage(monkeypatch, ws, verdict, rc)
-    assert check.pipeline(ws, [("a", [])], rerun=True) == 1
+    assert runner.pipeline(ws, [("a", [])], rerun=True) == 1
     out = capsys.readouterr().out
     assert results.read(ws.results, "a")["verdict"] == "fail"
     assert out.splitlines()[-1].endswith(", 1 failed")
@@ -129,41 +135,41 @@ def test_a_stage_that_lies_or_publishes_nothing_fails(ws, monkeypatch, capsys, v
 
 def test_summary_names_the_tree_and_edits(ws, capsys):
     (ws.tree / "a.c").write_text("int edited;\n")
-    check.summarize(ws, [], 1)
+    runner.summarize(ws, [], 1)
     out = capsys.readouterr().out
     assert tree_state(ws.tree)[0][:12] in out and "uncommitted edits" in out
 
 
 def test_export_round_trip_and_refusals(ws):
-    tree.export_to(ws, ws.series)
+    prep.export_to(ws, ws.series)
     (ws.series / "mutations").mkdir()       # planted bugs: no part of the series
     (ws.series / "mutations/0003-x.patch").write_text("Into patch: 1\n")
-    assert [p.name for p in tree.series_files(ws)] == [
+    assert [p.name for p in prep.series_files(ws)] == [
         "0001-change-1.patch", "0002-change-2.patch"]
-    assert tree.export_differs(ws)[0] == []
+    assert prep.export_differs(ws)[0] == []
     (ws.series / "0002-change-2.patch").write_text("changed\n")
-    assert tree.export_differs(ws)[0] == ["0002-change-2.patch"]
+    assert prep.export_differs(ws)[0] == ["0002-change-2.patch"]
 
 
 def test_apply_series_names_the_patch_that_fails(ws):
-    tree.export_to(ws, ws.series)
+    prep.export_to(ws, ws.series)
     sh("git", "reset", "-q", "--hard", "base", cwd=ws.tree)
     (ws.series / "0002-change-2.patch").write_text(
         (ws.series / "0002-change-2.patch").read_text().replace("-int a1;", "-int zz;"))
     with pytest.raises(StageError, match="0002-change-2.patch does not apply"):
-        tree.apply_series(ws, ws.tree)
+        prep.apply_series(ws, ws.tree)
     assert sh("git", "log", "-1", "--format=%s", cwd=ws.tree) == "change 1"
 
 
 def test_tree_refuses_to_lose_unexported_work(ws, monkeypatch):
-    tree.export_to(ws, ws.series)
-    (ws.tree / ".git" / tree.SYNCED).write_text(sh("git", "rev-parse", "HEAD", cwd=ws.tree))
+    prep.export_to(ws, ws.series)
+    (ws.tree / ".git" / prep.SYNCED).write_text(sh("git", "rev-parse", "HEAD", cwd=ws.tree))
     (ws.tree / "a.c").write_text("int mine;\n")
-    assert tree._reuse_or_reset(ws, force=False)       # edits on series/: kept
+    assert prep._reuse_or_reset(ws, force=False)       # edits on series/: kept
     sh("git", "commit", "-qam", "mine", cwd=ws.tree)
     with pytest.raises(StageError, match="make export, or FORCE=1"):
-        tree._reuse_or_reset(ws, force=False)
-    assert not tree._reuse_or_reset(ws, force=True)
+        prep._reuse_or_reset(ws, force=False)
+    assert not prep._reuse_or_reset(ws, force=True)
     assert sh("git", "log", "-1", "--format=%s", cwd=ws.tree) == "base"
 
 
@@ -197,7 +203,7 @@ def test_test_tools_fails_on_a_failing_test(ws, tmp_path):
     tests.mkdir()
     (tests / "test_x.py").write_text("def test_ok():\n    pass\n\n"
                                      "def test_bad():\n    assert 1 == 2\n")
-    assert check.test_tools(ws, argparse.Namespace(tests=str(tests), pytest_args=[])) == 1
+    assert runner.test_tools(ws, argparse.Namespace(tests=str(tests), pytest_args=[])) == 1
     rec = results.read(ws.results, "test-tools")
     assert (rec["passed"], rec["failed"]) == (1, 1)
 
@@ -205,7 +211,7 @@ def test_test_tools_fails_on_a_failing_test(ws, tmp_path):
 def test_the_command_line_exit_status_is_the_pipeline_s(ws, monkeypatch):
     from yws import __main__ as cli
     _fake_stage(monkeypatch, ws, "fail", 1, passed=0, failed=1)
-    monkeypatch.setitem(check.PIPELINES, "check", [("a", [])])
+    monkeypatch.setitem(runner.PIPELINES, "check", [("a", [])])
     argv = ["--build", str(ws.build), "--tree", str(ws.tree), "run", "check", "--rerun"]
     assert cli.main(argv) == 1
     _fake_stage(monkeypatch, ws, "pass", 0)
@@ -239,11 +245,11 @@ def test_a_reused_pass_needs_the_same_tree_and_test_code(ws, tmp_path, monkeypat
 def test_skip_and_another_tree_are_not_passes(ws, capsys):
     recs = [{"stage": "a", "verdict": "skip", "passed": 0, "failed": 0, "skipped": 3,
              "seconds": 1, "tree": None}]
-    assert check.summarize(ws, recs, 1) == 1
+    assert runner.summarize(ws, recs, 1) == 1
     assert capsys.readouterr().out.endswith("0 passed, 1 failed\n")
     recs = [{"stage": "a", "verdict": "pass", "passed": 2, "failed": 0, "skipped": 0,
              "seconds": 1, "tree": "f" * 40}]
-    assert check.summarize(ws, recs, 1) == 1
+    assert runner.summarize(ws, recs, 1) == 1
     with Stage(ws, "unit", "all skipped") as st:
         st.skipped = 4
     assert results.read(ws.results, "unit")["verdict"] == "fail"
@@ -264,7 +270,7 @@ def test_test_tools_follows_pytest_s_exit_status(ws, tmp_path):
     (tests / "test_x.py").write_text("def test_ok():\n    pass\n")
     (tests / "conftest.py").write_text(
         "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 3\n")
-    assert check.test_tools(ws, argparse.Namespace(tests=str(tests), pytest_args=[])) == 1
+    assert runner.test_tools(ws, argparse.Namespace(tests=str(tests), pytest_args=[])) == 1
     assert "exit 3" in results.read(ws.results, "test-tools")["summary"]
 
 
@@ -303,9 +309,9 @@ def test_a_stray_file_written_during_a_pipeline_leaves_it_green(ws, tmp_path, mo
         with Stage(ws, stage, "fake", argv=[stage]) as st:
             st.passed, st.failed = int(ok), int(not ok)
         return 0 if ok else 1
-    monkeypatch.setattr(check, "spawn", fake)
-    monkeypatch.setattr(check, "REUSABLE", {"a", "b"})
-    assert check.pipeline(ws, [("a", []), ("b", [])]) == 0
+    monkeypatch.setattr(runner, "spawn", fake)
+    monkeypatch.setattr(runner, "REUSABLE", {"a", "b"})
+    assert runner.pipeline(ws, [("a", []), ("b", [])]) == 0
     assert (root / "make.log").read_text() == "== a\n== b\n"
-    assert check.pipeline(ws, [("a", []), ("b", [])]) == 0
+    assert runner.pipeline(ws, [("a", []), ("b", [])]) == 0
     assert capsys.readouterr().out.count("pass on this tree already") == 2

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from yws import check_debug, mutations, results
+from yws import check_debug, mutations, results, runner
 from yws.ws import StageError, Workspace
 
 PATCH = """Must fail: suite.case_a suite.other*
@@ -175,15 +175,11 @@ def test_every_planted_bug_says_what_must_fail():
 
 
 def fake_stage(ws, seen):
-    """A run() that plays the stage: it publishes into --build's results a
-    failed case when the tree allows all (the first patch), none else."""
-    real = mutations.run
-
-    def run(cmd, **kw):
-        if "-m" not in cmd:
-            return real(cmd, **kw)
-        build, stage = cmd[cmd.index("--build") + 1], cmd[cmd.index("--base") + 2]
-        tree = cmd[cmd.index("--tree") + 1]
+    """A runner.spawn that plays the stage: it publishes into --build's
+    results a failed case when the tree allows all (the first patch), none else."""
+    def spawn(cmd, log=None, timeout=None):
+        build, stage = Path(cmd[cmd.index("--build") + 1]), cmd[cmd.index("--base") + 2]
+        tree = Path(cmd[cmd.index("--tree") + 1])
         assert tree != ws.tree and text(ws) == ORIG     # the developer's tree: untouched
         mutated = (tree / "rules.c").read_text()
         seen.append((mutated, stage))
@@ -192,8 +188,8 @@ def fake_stage(ws, seen):
                       passed=1, failed=len(bad), skipped=0, seconds=1, tree="t",
                       dirty=True, argv=[], workspace="w", summary="",
                       details={"failed_cases": [{"name": b, "reason": ""} for b in bad]})
-        return subprocess.CompletedProcess(cmd, 1 if bad else 0)
-    return run
+        return 1 if bad else 0
+    return spawn
 
 
 @pytest.mark.parametrize("names,rc,counts", [(["allow-all"], 0, (1, 0)), ([], 1, (1, 1))])
@@ -201,7 +197,7 @@ def test_stage_verdict(ws, monkeypatch, names, rc, counts):
     (ws.root / "kunit/mutations/b-ignored.patch").write_text(
         PATCH.split("@@ -1,3")[0] + "@@ -1,3 +1,3 @@\n a\n allow = check();\n-b\n+c\n")
     seen = []
-    monkeypatch.setattr(mutations, "run", fake_stage(ws, seen))
+    monkeypatch.setattr(runner, "spawn", fake_stage(ws, seen))
     assert mutations.main(ws, type("A", (), {"names": names})) == rc
     assert seen[0] == (MUT, "kunit")                     # ran on the patched tree
     assert text(ws) == ORIG

@@ -1,4 +1,4 @@
-"""Tests of the series gates (gates.py) with fake kbuild, checkpatch and
+"""Tests of the series gates (series_check.py) with fake kbuild, checkpatch and
 kernel-doc output: no kernel is built."""
 import argparse
 import json
