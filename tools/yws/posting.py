@@ -12,7 +12,7 @@ import textwrap
 from . import cover, prep, results, sender, thread as TH
 from .cover import posted, changelog, read
 from .deps import base_commit
-from .ws import StageError, Stage, git, run, shared_clone
+from .ws import SCRATCH, StageError, Stage, git, run, shared_clone
 
 # The Testing section's stages, each with the command line its result must have
 TESTED = {"series-check": ["series-check"], "kunit": ["kunit"],
@@ -318,7 +318,7 @@ def range_diff(ws, old_rev, new_mbox, out, work):
         git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths", input=paths)
     out.unlink(missing_ok=True)
     b4(work, "diff", "-g", repo, "-m", posted(ws, old_rev), new_mbox, "-o", out,
-       label="b4 diff")
+       env=SCRATCH, label="b4 diff")
     if not out.exists() or not out.stat().st_size:
         raise StageError("b4 diff -m v%d.mbox %s wrote nothing" % (old_rev, new_mbox))
     return out

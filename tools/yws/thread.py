@@ -6,7 +6,7 @@ import io
 import re
 import shutil
 
-from .ws import COMMITTER, StageError, git, run
+from .ws import COMMITTER, SCRATCH, StageError, git, run
 
 
 SUBJ = re.compile(r"^\[(?:PATCH|RFC)(?: ([^\]]*?))? ?(\d+)/(\d+)\] *(.*)$")
@@ -89,11 +89,8 @@ def b4_am(mbox, outdir, cwd):
     """b4 am -m MBOX (offline): the .mbx git am takes."""
     shutil.rmtree(outdir, ignore_errors=True)
     outdir.mkdir(parents=True)
-    who = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
-           "GIT_CONFIG_VALUE_0": "b4 am", "GIT_CONFIG_KEY_1": "user.email",
-           "GIT_CONFIG_VALUE_1": "b4-am@localhost"}
     res = run(["b4", "--offline-mode", "--no-stdin", "am", "-m", mbox, "-o", outdir],
-              cwd=cwd, env=who, capture=True, check=False, label="b4 am")
+              cwd=cwd, env=SCRATCH, capture=True, check=False, label="b4 am")
     mbx = sorted(outdir.glob("*.mbx"))
     if res.returncode or not mbx:
         raise StageError("b4 am -m %s gave no patches: %s" % (

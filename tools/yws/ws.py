@@ -16,6 +16,10 @@ PYTHON = "/usr/bin/python3"
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTER = {"GIT_COMMITTER_NAME": "Yama Workspace",
              "GIT_COMMITTER_EMAIL": "yama-workspace@localhost"}
+# b4's throwaway commits (b4 am, b4 diff) need an identity; the user may have none.
+SCRATCH = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0":
+           "Yama Workspace", "GIT_CONFIG_KEY_1": "user.email",
+           "GIT_CONFIG_VALUE_1": "yama-workspace@localhost"}
 # Every kernel build of the workspace passes the same flags, so ccache
 # shares objects between the gates, KUnit and the test kernel: W=1's
 # compiler warnings without its kernel-doc run per object (the kernel-doc

@@ -227,8 +227,10 @@ def test_refs_name_one_patch():
         posting.resolve_refs("[[kunit]]", subjects)
 
 
-def test_record_then_v2_with_changelog_and_range_diff(posted):
+def test_record_then_v2_with_changelog_and_range_diff(posted, monkeypatch):
+    """Also on a machine whose user has no git identity (b4 diff commits)."""
     ws = posted
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     assert posting.stage_record(ws, None) == 0
     cl = ws.root / "cover-letter"
     assert (cl / "posted" / "v1.mbox").exists() and (cl / "posted" / "v1.tree").exists()
