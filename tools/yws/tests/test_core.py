@@ -315,3 +315,32 @@ def test_a_stray_file_written_during_a_pipeline_leaves_it_green(ws, tmp_path, mo
     assert (root / "make.log").read_text() == "== a\n== b\n"
     assert runner.pipeline(ws, [("a", []), ("b", [])]) == 0
     assert capsys.readouterr().out.count("pass on this tree already") == 2
+
+
+def test_make_review_runs_the_stages_in_the_review_s_own_workspace(ws, monkeypatch, capsys):
+    """The runner, not the review stage, starts series-check, kunit and the
+    selftests, with the review's tree and build folder; not after a failed review."""
+    import argparse
+    seen = []
+
+    def fake(cmd, **kw):
+        stage = cmd[cmd.index("--base") + 2]
+        build = cmd[cmd.index("--build") + 1]
+        seen.append((stage, build, cmd[cmd.index("--tree") + 1]))
+        results.write(build + "/results", stage, verdict=verdict, passed=1,
+                      failed=0, skipped=0, seconds=1, tree=None, dirty=False,
+                      argv=[stage], workspace="w", summary="", details={})
+        return 0
+    monkeypatch.setattr(runner, "spawn", fake)
+    verdict = "pass"
+    assert runner.run_pipeline(ws, argparse.Namespace(pipeline="review", mbox="t.mbox",
+                                                      rerun=False)) == 0
+    review_top = str(ws.build / "review")
+    assert seen == [("review", str(ws.build), str(ws.tree))] + [
+        (s, review_top + "/build", review_top + "/author")
+        for s in ("series-check", "kunit", "selftests")]
+    seen.clear()
+    verdict = "fail"
+    assert runner.run_pipeline(ws, argparse.Namespace(pipeline="review", mbox="t.mbox",
+                                                      rerun=False)) == 1
+    assert [s[0] for s in seen] == ["review"]
