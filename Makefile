@@ -6,7 +6,8 @@
 PYTHON := /usr/bin/python3
 YWS = PYTHONPATH=tools $(PYTHON) -m yws $(if $(SENDER),--sender "$(SENDER)")
 STAGES := prep export round-trip series-check kunit selftests vfs-diff mutations \
-	bench posting range-diff record-posting trailers check-debug test-tools clean
+	bench posting send record-posting trailers check-debug test-tools clean \
+	list list-stop
 
 .PHONY: all check review help deps $(STAGES)
 
@@ -17,7 +18,7 @@ check: deps
 	@$(YWS) run check
 
 review: deps
-	@$(YWS) run review "$(MBOX)"
+	@$(YWS) run review $(if $(MSGID),--msgid "$(MSGID)") "$(MBOX)"
 
 help:
 	@$(YWS) help
@@ -26,7 +27,7 @@ deps:
 	@$(YWS) deps
 
 # The stages that test or change the author's tree make it first.
-series-check kunit selftests vfs-diff mutations bench posting range-diff round-trip: prep
+series-check kunit selftests vfs-diff mutations bench posting round-trip: prep
 prep: deps
 
 prep:
@@ -41,5 +42,6 @@ trailers:
 	@$(YWS) trailers "$(MBOX)"
 check-debug: deps
 	@$(YWS) run check-debug
-series-check kunit bench posting range-diff record-posting round-trip test-tools clean export:
+series-check kunit bench posting send record-posting round-trip test-tools clean export \
+	list list-stop:
 	@$(YWS) $@

@@ -14,7 +14,8 @@ from .ws import Stage, StageError, git, run
 PACKAGES = """gcc make flex bison bc libelf-dev libssl-dev dwarves cpio xz-utils
     python3 python3-pytest python3-docutils python3-ply python3-git perl
     qemu-system-x86 qemu-utils busybox-static libc6-dev rsync b4 git
-    git-filter-repo codespell sparse ccache lz4 lld hyperfine""".split()
+    git-filter-repo codespell sparse ccache lz4 lld hyperfine
+    public-inbox libsearch-xapian-perl libnet-server-perl python3-aiosmtpd""".split()
 
 
 CACHE = Path.home() / ".cache" / "yama-workspace"

@@ -1,18 +1,19 @@
-"""The posting: b4 send -o from the tree (the b4 prep branch) into
-out/posting/vN/, with what the workspace adds: the cover letter composed
-from cover-letter/ with a Testing section written only from results of
-this very tree, the proof (git am of the thread onto a fresh base gives
-the tree), the lint of the thread, and the range-diff against the last
-posted revision. Nothing is ever sent."""
+"""The posting of each series: b4 send -o from its b4 prep branch into
+out/posting/NAME/vN/, with what the workspace adds: the cover letter
+composed from cover-letter/NAME/ with a Testing section written only from
+results of this very tree, the proof (git am of the threads onto a fresh
+base gives the series' tree), the lint of the thread, and the range-diff
+against the last posted revision. make send sends these very messages."""
 import email.utils
 import re
 import shutil
 import textwrap
+from pathlib import Path
 
 from . import cover, prep, results, sender, thread as TH
 from .cover import posted, changelog, read
 from .deps import base_commit
-from .ws import SCRATCH, StageError, Stage, git, run, shared_clone
+from .ws import SCRATCH, StageError, Stage, b4, git, run, shared_clone
 
 # The Testing section's stages, each with the command line its result must have
 TESTED = {"series-check": ["series-check"], "kunit": ["kunit"],
@@ -58,9 +59,12 @@ def label(argv):
     return "`yws %s`: %s" % (" ".join(argv), commands()[argv[0]][0])
 
 
-def testing_section(recs, tree_id):
+def testing_section(recs, tree_id, stacked):
     out = [fill("Testing (by the workspace; every result below is of tree %s, the tree "
-                "of the base with these patches):" % tree_id[:12], ""), ""]
+                "of the base with %s):" % (tree_id[:12], "these patches" if not stacked else
+                                           "these patches and the series posted after them; "
+                                           "series-check builds and checks each patch on "
+                                           "its own"), ""), ""]
     for s in {**TESTED, **OPTIONAL}:
         r = recs.get(s)
         if r:
@@ -112,31 +116,40 @@ def cover_msgid(path):
     raise StageError("%s has no cover letter 0/N" % path)
 
 
-def changes_section(ws, rev, subjects):
+def changes_section(ws, name, rev, subjects):
     """Changes in vN ... v2, newest first, each with a link to the revision
     before it; [[...]] of an older changelog names that revision's patches."""
     parts = []
     for r in range(rev, 1, -1):
-        body = read(changelog(ws, r)) or "- EDITME: describe what changed since v%d." % (r - 1)
+        body = read(changelog(ws, name, r)) or "- EDITME: describe what changed since v%d." % (r - 1)
         if REF.search(body):
-            subj = subjects if r == rev else [p[3] for p in thread_of(posted(ws, r)) if p[0]]
+            subj = subjects if r == rev else [p[3] for p in thread_of(posted(ws, name, r)) if p[0]]
             body = rewrap_entries(resolve_refs(body, subj))
         link = "\n- Link to v%d: https://lore.kernel.org/r/%s" % (
-            r - 1, cover_msgid(posted(ws, r - 1))) if posted(ws, r - 1).exists() else ""
+            r - 1, cover_msgid(posted(ws, name, r - 1))) if posted(ws, name, r - 1).exists() else ""
         parts.append("Changes in v%d:\n%s%s" % (r, body, link))
     return "\n\n".join(parts)
 
 
-def compose_cover(ws, rev, subjects, testing):
-    """cover-letter/cover.txt: "#" lines dropped, @@TESTING@@ and @@CHANGES@@
-    filled in, [[...]] numbered (a paragraph opening with one refilled)."""
-    text = cover.cover_text(ws) + "\n"
-    if not text.startswith("security: Yama LSM"):
-        raise StageError("cover.txt: the subject must start with 'security: Yama LSM'")
-    if "@@TESTING@@" not in text:
-        raise StageError("cover.txt has no @@TESTING@@ placeholder")
-    changes = changes_section(ws, rev, subjects)
-    text = text.replace("@@TESTING@@", testing)
+def below_section(below):
+    """What @@BELOW@@ becomes: the series this one applies on, posted
+    before it, by subject and Message-ID (prerequisite-message-id: is how
+    later b4 names one; make review applies it first)."""
+    return "\n\n".join("This series applies on top of \"%s\", posted before it:\n"
+                       "https://lore.kernel.org/r/%s\nprerequisite-message-id: <%s>"
+                       % (d["subject"], d["msgid"], d["msgid"]) for d in below)
+
+
+def compose_cover(ws, name, rev, subjects, testing, below):
+    """cover-letter/NAME/cover.txt: "#" lines dropped, @@TESTING@@, @@BELOW@@
+    and @@CHANGES@@ filled in, [[...]] numbered (a paragraph opening with
+    one refilled)."""
+    text = cover.cover_text(ws, name) + "\n"
+    for ph in ["@@TESTING@@"] + ["@@BELOW@@"] * bool(below):
+        if ph not in text:
+            raise StageError("cover-letter/%s/cover.txt has no %s placeholder" % (name, ph))
+    changes = changes_section(ws, name, rev, subjects)
+    text = text.replace("@@TESTING@@", testing).replace("@@BELOW@@", below_section(below))
     text = text.replace("@@CHANGES@@", changes) if "@@CHANGES@@" in text else \
         text.rstrip() + "\n\n" + changes
     paras = []
@@ -153,37 +166,41 @@ def compose_cover(ws, rev, subjects, testing):
 
 
 # ------------------------------------------------------------ b4
-def b4(tree, *args, env=None, label=None):
-    res = run(["b4", "--offline-mode", "--no-stdin", *args], cwd=tree, env=env,
-              capture=True, check=False, label=label)
-    if res.returncode:
-        raise StageError("b4 %s: exit %d: %s" % (" ".join(map(str, args)), res.returncode,
-                                                 (res.stdout + res.stderr).strip()[-400:]))
-    return (res.stdout + res.stderr).strip()
+def cover_message(tree):
+    """The text of the cover commit of the checked-out series, without b4's tracking."""
+    return git(tree, "log", "-1", "--format=%B", prep.cover_commit(tree)).split(prep.MARK)[0]
 
 
-def put_cover(ws, rev, cover, work):
-    """The cover into b4's cover commit: b4 prep --force-revision, --edit-cover
-    (the editor copies the composed text), --auto-to-cc (get_maintainer.pl)."""
-    tree, cc = ws.tree, prep.cover_commit(ws.tree)
-    if not cc:
-        raise StageError("%s has no b4 cover commit (make prep makes it)" % tree)
-    if '"revision": %d,' % rev not in git(tree, "log", "-1", "--format=%B", cc):
+def put_cover(ws, name, rev, text, work):
+    """TEXT into b4's cover commit of b4/NAME (checked out): b4 prep
+    --force-revision, --edit-cover (the editor copies TEXT), --auto-to-cc
+    (get_maintainer.pl). A cover edited since the workspace wrote it (b4
+    prep --edit-cover) is not overwritten: its text lives in cover-letter/."""
+    tree, mine = ws.tree, ws.tree / ".git" / ("yws-cover-" + name)
+    if mine.exists() and mine.read_text() != cover_message(tree):
+        raise StageError(
+            "the cover commit of b4/%s was edited after the posting wrote it (b4 prep "
+            "--edit-cover?); the cover text lives in cover-letter/%s/cover.txt and changes/: "
+            "carry the edit there, then rm %s and make again (git -C %s show b4/%s~%d shows it)"
+            % (name, name, mine, tree, name, len(prep.layout(tree)[-1][2])))
+    if prep.tracking(tree, prep.cover_commit(tree))["revision"] != rev:
         b4(tree, "prep", "--force-revision", str(rev))
-    (work / "cover.txt").write_text(cover)
-    pre = git(ws.root, "config", "-f", ws.root / ".b4-config", "--default", "", "b4.send-prefixes")
-    b4(tree, "prep", "--set-prefixes", *(pre.split() or [""]))
+    (work / "cover.txt").write_text(text)
     b4(tree, "prep", "--edit-cover", env={
         "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.editor",
         "GIT_CONFIG_VALUE_0": "cp %s" % (work / "cover.txt")})
     if (tree / "scripts" / "get_maintainer.pl").exists():  # else b4 adds nothing
         b4(tree, "prep", "--auto-to-cc")
+    mine.write_text(cover_message(tree))
 
 
 def send(ws, outdir):
-    """b4 send -o OUTDIR (writes, never sends), and OUTDIR/thread.mbox: the
-    messages with "From " lines, Subject: unfolded (b4 0.12's am -m
-    crashes on a folded one)."""
+    """b4 send -o OUTDIR (writes, never sends); "[PATCH RFC" becomes "[RFC
+    PATCH", as the spec names it; OUTDIR/thread.mbox: the messages with
+    "From " lines, Subject: unfolded (b4 0.12's am -m crashes on a folded one)."""
+    if (outdir / "sent").exists():
+        raise StageError("%s is partly sent (%s lists what went out): make send sends the "
+                         "rest; a new posting would be other messages" % (outdir, outdir / "sent"))
     shutil.rmtree(outdir, ignore_errors=True)
     outdir.mkdir(parents=True)
     b4(ws.tree, "send", "--no-sign", "-o", outdir)
@@ -195,6 +212,8 @@ def send(ws, outdir):
             head, sep, body = p.read_bytes().partition(b"\n\n")
             head = re.sub(rb"(?im)^(Subject:.*?)((?:\n[ \t]+.*)+)$",
                           lambda m: m.group(1) + re.sub(rb"\n[ \t]+", b" ", m.group(2)), head)
+            head = re.sub(rb"(?m)^(Subject: *)\[PATCH RFC\b", rb"\1[RFC PATCH", head)
+            p.write_bytes(head + sep + body)
             mb.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
             for ln in (head + sep + body).splitlines(keepends=True):
                 mb.write(b">" + ln if re.match(rb"^>*From ", ln) else ln)
@@ -207,24 +226,26 @@ def touched(text):
     return sorted(set(re.findall(r"(?m)^diff --git a/\S+ b/(\S+)", text)))
 
 
-def proof(ws, thread, tree_id, work):
-    """git am of the thread (as b4 am gives it) onto a fresh base: its tree
+def proof(ws, threads, tree_id, work):
+    """git am of THREADS (as b4 am gives them) onto a fresh base: its tree
     must be TREE_ID. The base is a shared clone of the tree, checked out
-    sparsely (only the files the thread touches): seconds, not minutes."""
+    sparsely (only the files the threads touch): seconds, not minutes."""
     d = work / "proof"
     shutil.rmtree(d, ignore_errors=True)
     shared_clone(ws.tree, d, "refs/proof/tip")
-    files = {f for p in thread_of(thread) for f in touched(TH.text(p[4]))}
+    files = {f for t in threads for p in thread_of(t) for f in touched(TH.text(p[4]))}
     git(d, "sparse-checkout", "set", "--no-cone", *("/" + f for f in sorted(files)))
     git(d, "checkout", "-q", "--detach", "base")
-    TH.git_am(d, TH.b4_am(thread, work / "am", d))
+    for t in threads:
+        TH.git_am(d, TH.b4_am(t, work / "am", d))
     got = git(d, "rev-parse", "HEAD^{tree}")
     n = int(git(d, "rev-list", "--count", "base..HEAD"))
+    names = " + ".join(t.parent.parent.name + "/" + t.parent.name for t in threads)
     if got != tree_id:
-        raise StageError("git am of %s onto the base gives tree %s, the tree is %s" % (
-            thread, got[:12], tree_id[:12]))
+        raise StageError("git am of %s onto the base gives tree %s, the series' is %s" % (
+            names, got[:12], tree_id[:12]))
     return "git am of the %d patches of %s onto base %s (as b4 am gives them) = tree %s" % (
-        n, thread.name, base_commit(d)[:12], got[:12])
+        n, names, base_commit(d)[:12], got[:12])
 
 
 # ------------------------------------------------------------ lint
@@ -293,8 +314,8 @@ def lint(pats, rev, ident=None, cover_text=""):
 
 
 # ------------------------------------------------------------ range-diff
-def range_diff(ws, old_rev, new_mbox, out, work):
-    """b4 diff -m of the posted vOLD_REV and NEW_MBOX into OUT. b4 rebuilds
+def range_diff(ws, name, old_rev, new_mbox, out, work):
+    """b4 diff -m of the posted vOLD_REV of series NAME and NEW_MBOX into OUT. b4 rebuilds
     each revision on the blobs its patches name: the current base's come
     from the tree, vN's base's from cover-letter/posted/vN.preimage.tar.xz,
     in a scratch repository in WORK (no old base needs to be installed)."""
@@ -308,7 +329,7 @@ def range_diff(ws, old_rev, new_mbox, out, work):
         git(repo, "update-ref", "HEAD", root)
     objs = git(ws.tree, "rev-parse", "--path-format=absolute", "--git-common-dir")
     (repo / "objects" / "info" / "alternates").write_text(objs + "/objects\n")
-    pre = posted(ws, old_rev, "preimage.tar.xz")
+    pre = posted(ws, name, old_rev, "preimage.tar.xz")
     if pre.exists():
         tmp = work / "preimage"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -317,7 +338,7 @@ def range_diff(ws, old_rev, new_mbox, out, work):
         paths = "".join("%s\n" % p for p in tmp.rglob("*") if p.is_file())
         git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths", input=paths)
     out.unlink(missing_ok=True)
-    b4(work, "diff", "-g", repo, "-m", posted(ws, old_rev), new_mbox, "-o", out,
+    b4(work, "diff", "-g", repo, "-m", posted(ws, name, old_rev), new_mbox, "-o", out,
        env=SCRATCH, label="b4 diff")
     if not out.exists() or not out.stat().st_size:
         raise StageError("b4 diff -m v%d.mbox %s wrote nothing" % (old_rev, new_mbox))
@@ -337,6 +358,52 @@ def preimage_files(mbox):
 
 
 # ------------------------------------------------------------ stages
+def post_series(ws, name, recs, ident, below, work):
+    """Post series NAME (its branch checked out): its details."""
+    tree = ws.tree
+    tip = git(tree, "rev-parse", "b4/" + name)
+    tree_id = git(tree, "rev-parse", tip + "^{tree}")
+    rev = cover.current_revision(ws, name, tree_id)
+    outdir = ws.out / "posting" / name / ("v%d" % rev)
+    if posted(ws, name, rev).exists():      # sent: the series above cite it as it went out
+        cov = thread_of(posted(ws, name, rev))[0][4]
+        print("  %s v%d: posted already (%s)" % (name, rev, posted(ws, name, rev)))
+        return {"name": name, "revision": rev, "dir": outdir, "thread": posted(ws, name, rev),
+                "tree": tree_id, "commits": [], "msgid": cover_msgid(posted(ws, name, rev)),
+                "subject": TH.unfold(cov["Subject"]), "lint": []}
+    ch, prev = read(changelog(ws, name, rev)), read(posted(ws, name, rev - 1, "tree"))
+    if rev > 1 and (ch or "").startswith(cover.NO_CHANGE) and prev != tree_id:
+        raise StageError("%s changed since v%d but %s says no change: describe it (the "
+                         "posting's range-diff shows what changed)" % (
+                             name, rev - 1, changelog(ws, name, rev)))
+    commits = prep.layout(tree, tip)[-1][2]
+    subjects = [git(tree, "log", "-1", "--format=%s", c) for c in commits]
+    with prep.on_branch(tree, name):
+        put_cover(ws, name, rev, compose_cover(
+            ws, name, rev, subjects, testing_section(recs, recs["kunit"]["tree"], tip != git(
+                tree, "rev-parse", "HEAD")), below), work)
+        print("  %s: b4 send -o %s: %d messages" % (name, outdir, send(ws, outdir)), flush=True)
+        series = git(tree, "rev-list", "--reverse", "base..b4/" + name).split()
+    thread = outdir / "thread.mbox"
+    shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
+    shutil.copyfile(cover.cover_dir(ws, name) / "cover.txt", outdir / "cover.template.txt")
+    lines = [proof(ws, [b["thread"] for b in below] + [thread], tree_id, work)]
+    checks = lint(thread_of(thread), rev, ident, read(outdir / "cover.txt") or "")
+    if rev > 1:
+        rd = range_diff(ws, name, rev - 1, thread, outdir / ("range-diff-v%d.txt" % (rev - 1)),
+                        work)
+        lines.append("range-diff against v%d: %s" % (rev - 1, rd))
+    lines += ["lint %-10s %-4s %s" % c for c in checks]
+    (outdir / "proof.txt").write_text("posting %s v%d of tree %s\n%s\n" % (
+        name, rev, tree_id, "\n".join(lines)))
+    print("\n".join("  " + ln for ln in lines))
+    cov = thread_of(thread)[0]
+    return {"name": name, "revision": rev, "dir": outdir, "thread": thread, "tree": tree_id,
+            "commits": series, "msgid": cover_msgid(thread), "subject": TH.unfold(
+                cov[4]["Subject"]), "lint": [dict(zip(("name", "verdict", "detail"), c))
+                                             for c in checks]}
+
+
 def stage_posting(ws, args):
     ident = sender.identity(ws)
     with Stage(ws, "posting") as st:
@@ -345,97 +412,71 @@ def stage_posting(ws, args):
             raise StageError("the tree has uncommitted edits (%s): b4 posts commits; commit "
                              "them (git commit --fixup / rebase -i) first" % ", ".join(
                                  ln.split(None, 1)[-1] for ln in files[:4]))
-        work = ws.dir("posting")
-        rev = cover.current_revision(ws, st.tree_id)
-        outdir = ws.out / "posting" / ("v%d" % rev)
-        thread = outdir / "thread.mbox"
         recs = fresh_results(ws)
-        ch, prev = read(changelog(ws, rev)), read(posted(ws, rev - 1, "tree"))
-        if rev > 1 and (ch or "").startswith(cover.NO_CHANGE) and prev != st.tree_id:
-            raise StageError("the series changed since v%d but %s says no change: "
-                             "describe it (make range-diff)" % (rev - 1, changelog(ws, rev)))
-        subjects = [git(ws.tree, "log", "-1", "--format=%s", c) for c in prep.patches(ws.tree)]
         prep.configure(ws, ws.tree)
-        put_cover(ws, rev, compose_cover(ws, rev, subjects,
-                                         testing_section(recs, st.tree_id)), work)
-        print("  b4 send -o %s: %d messages" % (outdir, send(ws, outdir)), flush=True)
-        shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
-        shutil.copyfile(cover.cover_dir(ws) / "cover.txt", outdir / "cover.template.txt")
-        lines = [proof(ws, thread, st.tree_id, work)]
-        checks = lint(thread_of(thread), rev, ident, read(outdir / "cover.txt") or "")
-        if rev > 1:
-            rd = range_diff(ws, rev - 1, thread, outdir / ("range-diff-v%d.txt" % (rev - 1)), work)
-            lines.append("range-diff against v%d: %s" % (rev - 1, rd))
-        lines += ["lint %-10s %-4s %s" % c for c in checks]
-        (outdir / "proof.txt").write_text("posting v%d of tree %s\n%s\n" % (
-            rev, st.tree_id, "\n".join(lines)))
-        print("\n".join("  " + ln for ln in lines))
-        st.passed = 1 + sum(c[1] != "fail" for c in checks) + (rev > 1)
-        st.failed = sum(c[1] == "fail" for c in checks)
-        st.details = {"revision": rev, "dir": str(outdir), "thread": str(thread),
-                      "sendable": sender.sendable(ident),
-                      "lint": [dict(zip(("name", "verdict", "detail"), c)) for c in checks]}
-        st.summary = "v%d in %s, proven%s" % (rev, outdir, "" if sender.sendable(ident)
-                                               else "; placeholder sender: NOT SENDABLE")
+        prep.restack(ws, ws.tree)
+        done = []
+        for name, *_ in prep.plan(ws):
+            done.append(post_series(ws, name, recs, ident, done, ws.dir("posting")))
+        fails = [c for d in done for c in d["lint"] if c["verdict"] == "fail"]
+        st.passed = sum(1 + len(d["lint"]) + (d["revision"] > 1) for d in done) - len(fails)
+        st.failed = len(fails)
+        st.details = {"series": [{k: str(v) if isinstance(v, Path) else v for k, v in d.items()}
+                                 for d in done], "sendable": sender.sendable(ident)}
+        st.summary = "%s, proven%s" % (", ".join("%s v%d" % (d["name"], d["revision"])
+                                                for d in done), "" if sender.sendable(ident)
+                                       else "; placeholder sender: NOT SENDABLE")
     if sender.warning(ident):
         print(sender.warning(ident))
     return st.exit_code
 
 
-def stage_range_diff(ws, args):
-    with Stage(ws, "range-diff") as st:
-        rev = cover.current_revision(ws, st.tree_id)
-        if rev < 2:
-            st.verdict, st.summary = "skip", "no posted revision yet (cover-letter/posted/)"
-            return 0
-        rec, _ = results.fresh(ws, "posting")
-        if rec and rec["details"].get("revision") == rev:
-            new = rec["details"]["thread"]
-        else:
-            new = ws.dir("range-diff") / "tree.mbox"
-            start = prep.cover_commit(ws.tree) or base_commit(ws.tree)
-            new.write_text(prep.format_patch(ws.tree, "--stdout", "--thread", "--numbered",
-                                          "--subject-prefix=PATCH v%d" % rev, "%s..HEAD" % start))
-        out = range_diff(ws, rev - 1, new, ws.dir("range-diff") / ("range-diff-v%d.txt" % (rev - 1)),
-                         ws.dir("range-diff"))
-        print(out.read_text(), end="")
-        st.passed, st.summary = 1, "v%d against %s: %s" % (rev - 1, new, out)
-    return st.exit_code
+def record(ws, d):
+    """Keep the posting D of one series as posted (cover-letter/NAME/posted/)."""
+    name, rev, thread = d["name"], d["revision"], d["thread"]
+    posted(ws, name, rev).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(thread, posted(ws, name, rev))
+    posted(ws, name, rev, "tree").write_text(d["tree"] + "\n")
+    shutil.copyfile(d["dir"] + "/cover.template.txt", posted(ws, name, rev, "cover.txt"))
+    git(ws.tree, "-c", "tar.tar.xz.command=xz -9 -c", "archive", "--format=tar.xz",
+        "-o", posted(ws, name, rev, "preimage.tar.xz"), "base", "--",
+        *preimage_files(posted(ws, name, rev)))
+    cur, nxt = changelog(ws, name, rev), changelog(ws, name, rev + 1)
+    if REF.search(read(cur) or ""):
+        subjects = [p[3] for p in thread_of(posted(ws, name, rev)) if p[0]]
+        cur.write_text(rewrap_entries(resolve_refs(read(cur), subjects)) + "\n")
+    if not nxt.exists():
+        nxt.parent.mkdir(parents=True, exist_ok=True)
+        nxt.write_text("%s v%d yet.\n" % (cover.NO_CHANGE, rev))
+    return "%s v%d recorded (cover <%s>); the next posting is v%d: commit cover-letter/" % (
+        name, rev, d["msgid"], rev + 1)
+
+
+def unposted(ws):
+    """The series of the fresh posting whose revision is not recorded, in order."""
+    rec, why = results.fresh(ws, "posting")
+    if not rec:
+        raise StageError("no posting that holds for this tree (%s): make posting first" % why)
+    return [d for d in rec["details"]["series"]
+            if not posted(ws, d["name"], d["revision"]).exists()]
 
 
 def stage_record(ws, args):
     with Stage(ws, "record-posting") as st:
-        rec, why = results.fresh(ws, "posting")
-        if not rec:
-            raise StageError("no posting that holds for this tree (%s): make posting first" % why)
-        rev, thread = rec["details"]["revision"], rec["details"]["thread"]
-        if posted(ws, rev).exists():
-            raise StageError("v%d is recorded already and nothing changed since" % rev)
-        posted(ws, rev).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(thread, posted(ws, rev))
-        posted(ws, rev, "tree").write_text(st.tree_id + "\n")
-        shutil.copyfile(rec["details"]["dir"] + "/cover.template.txt", posted(ws, rev, "cover.txt"))
-        git(ws.tree, "-c", "tar.tar.xz.command=xz -9 -c", "archive", "--format=tar.xz",
-            "-o", posted(ws, rev, "preimage.tar.xz"), "base", "--",
-            *preimage_files(posted(ws, rev)))
-        cur, nxt = changelog(ws, rev), changelog(ws, rev + 1)
-        if REF.search(read(cur) or ""):
-            subjects = [p[3] for p in thread_of(posted(ws, rev)) if p[0]]
-            cur.write_text(rewrap_entries(resolve_refs(read(cur), subjects)) + "\n")
-        if not nxt.exists():
-            nxt.parent.mkdir(parents=True, exist_ok=True)
-            nxt.write_text("%s v%d yet.\n" % (cover.NO_CHANGE, rev))
-        st.passed = 1
-        st.summary = "v%d recorded (cover <%s>); the next posting is v%d: commit " \
-            "cover-letter/" % (rev, cover_msgid(posted(ws, rev)), rev + 1)
+        todo = unposted(ws)
+        if not todo:
+            raise StageError("every series of the posting is recorded already")
+        for d in todo:
+            print("  " + record(ws, d))
+        st.passed, st.summary = len(todo), ", ".join(
+            "%s v%d" % (d["name"], d["revision"]) for d in todo) + " recorded"
     return st.exit_code
 
 
 COMMANDS = {
-    "posting": ("cover-letter/ + b4 send -o -> out/posting/vN/, proven (git am = the tree), "
-                "linted, range-diffed", None, stage_posting),
-    "range-diff": ("b4 diff -m of the last posted revision and the posting (or the tree)",
-                   None, stage_range_diff),
-    "record-posting": ("keep out/posting/vN as posted (cover-letter/posted/); next is vN+1",
+    "posting": ("each series: cover-letter/NAME/ + b4 send -o -> out/posting/NAME/vN/, "
+                "proven (git am = the tree), linted, range-diffed", None, stage_posting),
+    "record-posting": ("keep out/posting/NAME/vN as posted (cover-letter/NAME/posted/) for "
+                       "each series not recorded yet (make send does it after sending)",
                        None, stage_record),
 }

@@ -4,18 +4,20 @@ text of cover-letter/ and b4's tracking data: change-id and revision), then
 the series. series/ is the repository's record of the series: `export`
 writes it from the tree, `round-trip` proves it exact.
 """
+import contextlib
 import hashlib
 import json
+import os
+import re
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from . import cover, sender
 from . import ws as W
 from .deps import base_commit, base_tree
-from .ws import Stage, StageError, git, run
+from .ws import Stage, StageError, b4, git, run
 
 SYNCED = "yws-synced"      # in the tree's .git: hash of series/ when the tree last matched it
 FORMAT = ["-c", "core.quotePath=true", "-c", "diff.noprefix=false",
@@ -24,16 +26,35 @@ FORMAT = ["-c", "core.quotePath=true", "-c", "diff.noprefix=false",
           "-c", "format.headers=", "-c", "format.coverLetter=false"]
 
 
-BRANCH = "b4/yama-lsm"
 MARK = "--- b4-submit-tracking ---"
 
 
-def cover_commit(tree):
-    """b4's cover commit (the first after tag base), or None."""
-    first = git(tree, "rev-list", "--reverse", "base..HEAD").split()[:1]
-    if first and MARK in git(tree, "log", "-1", "--format=%B", first[0]):
-        return first[0]
-    return None
+def tracking(tree, commit):
+    """b4's tracking data in COMMIT's message (a b4 cover commit), or None."""
+    msg = git(tree, "log", "-1", "--format=%B", commit)
+    if MARK not in msg:
+        return None
+    return json.loads("\n".join(ln for ln in msg.split(MARK, 1)[1].splitlines()
+                                if not ln.startswith("#")))["series"]
+
+
+def layout(tree, rev="HEAD"):
+    """The stacked series from the base to REV, bottom up: [(cover commit,
+    b4's tracking, [commits])]; commits before any cover commit come first
+    with (None, None)."""
+    out = [(None, None, [])]
+    for c in git(tree, "rev-list", "--reverse", "base..%s" % rev).split():
+        t = tracking(tree, c)
+        if t is None:
+            out[-1][2].append(c)
+        else:
+            out.append((c, t, []))
+    return out if out[0][2] else out[1:]
+
+
+def cover_commit(tree, rev="HEAD"):
+    """The b4 cover commit of the series REV is on (the last one), or None."""
+    return ([g[0] for g in layout(tree, rev)] or [None])[-1]
 
 
 def configure(ws, tree):
@@ -43,8 +64,7 @@ def configure(ws, tree):
     name, addr, _ = sender.identity(ws)
     for k, v in (("user.name", name), ("user.email", addr),
                  ("sendemail.smtpserver", "/bin/false"),
-                 ("b4.prep-cover-strategy", "commit"),
-                 ("branch.%s.b4-prep-cover-strategy" % BRANCH, "commit")):
+                 ("b4.prep-cover-strategy", "commit")):
         git(tree, "config", k, v)
     shutil.copyfile(ws.root / ".b4-config", tree / ".b4-config")
     excl = tree / ".git" / "info" / "exclude"     # and an editor's files: not the tree
@@ -54,62 +74,120 @@ def configure(ws, tree):
         f.writelines(p + "\n" for p in ("/.b4-config", ".*.sw?", "*~") if p not in have)
 
 
-def cover_message(ws, text, rev):
-    """A cover commit's message as b4 prep writes it."""
-    track = {"series": {"revision": rev, "change-id": cover.change_id(ws),
-                        "base-branch": None, "prefixes": []}}
-    return "%s\n\n%s\n# This section is used internally by b4 prep for tracking " \
-        "purposes.\n%s\n" % (text.strip(), MARK, json.dumps(track, indent=2))
+def enroll(ws, tree, name, change_id, prefixes):
+    """Branch b4/NAME at HEAD, with a cover commit b4 prep wrote, holding
+    the series' recorded CHANGE_ID. b4 0.12 enrolls no branch that holds
+    another series' cover commit, and makes a new change-id with no option
+    to keep one: it enrolls a branch at the base, its cover commit goes on
+    HEAD and the change-id into the tracking b4 wrote."""
+    at = git(tree, "rev-parse", "HEAD")
+    git(tree, "checkout", "-q", "-f", "-B", "b4/" + name, "base")
+    b4(tree, "prep", "-e", "base")
+    text, track = git(tree, "log", "-1", "--format=%B", "HEAD").split(MARK, 1)
+    who = git(tree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", "HEAD")
+    git(tree, "reset", "-q", "--hard", git(
+        tree, "commit-tree", at + "^{tree}", "-p", at, "-F", "-", input=text + MARK + re.sub(
+            r'"change-id": "[^"]*"', '"change-id": "%s"' % change_id, track) + "\n",
+        env=dict(zip(("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE"),
+                     who.split("\x00")))))
+    if prefixes:
+        b4(tree, "prep", "--set-prefixes", *prefixes)
+    (tree / ".git" / ("yws-cover-" + name)).unlink(missing_ok=True)
 
 
-def start(ws, tree):
-    """Make TREE (tag base, maybe the series on top) branch b4/yama-lsm:
-    base, the cover commit, the commits that were on base. The trees do not
-    change, so neither do the index and the files. b4 0.12 cannot set a
-    change-id (prep -n makes a new one): the cover commit is written here."""
-    configure(ws, tree)
-    base = git(tree, "rev-parse", "base^{commit}")
-    commits = git(tree, "rev-list", "--reverse", "base..HEAD").split()
-    if commits and cover_commit(tree):
-        commits = commits[1:]
-    text = cover.cover_text(ws)
-    name, addr, _ = sender.identity(ws)
-    now = "%d +0000" % time.time()
-    parent = git(tree, "commit-tree", base + "^{tree}", "-p", base, "-F", "-",
-                 input=cover_message(ws, text, cover.current_revision(ws, None)),
-                 env={"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": addr,
-                      "GIT_AUTHOR_DATE": now, "GIT_COMMITTER_DATE": now})
-    keys = ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"]
-    for c in commits:  # the committer is the workspace's (ws.git)
-        who = git(tree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad%x00%cd",
-                  c).split("\x00")
-        parent = git(tree, "commit-tree", c + "^{tree}", "-p", parent, "-F", "-",
-                     input=git(tree, "log", "-1", "--format=%B", c) + "\n",
-                     env=dict(zip(keys, who)))
-    git(tree, "update-ref", "refs/heads/" + BRANCH, parent)
-    git(tree, "symbolic-ref", "HEAD", "refs/heads/" + BRANCH)
-    return parent
+def restack(ws, tree):
+    """Each series' branch b4/NAME to its part of the stack HEAD is on
+    (the top series' branch): the branch of a lower series follows edits
+    made on the top one."""
+    names = {s[1]: s[0] for s in plan(ws)}
+    for cc, track, commits in layout(tree):
+        if cc and track["change-id"] in names:
+            git(tree, "update-ref", "refs/heads/b4/" + names[track["change-id"]],
+                (commits or [cc])[-1])
 
 
-def patches(tree):
-    """The series' commits in order (base..HEAD without the cover commit)."""
-    start = cover_commit(tree) or base_commit(tree)
-    return git(tree, "rev-list", "--reverse", "%s..HEAD" % start).split()
+@contextlib.contextmanager
+def on_branch(tree, name):
+    """b4 works on the checked-out branch: check out b4/NAME, then the top
+    branch again, its commits above b4/NAME replayed onto what b4 made of
+    it (b4 rewrites messages only, so every tree stays). The files the
+    checkouts rewrite get their times back (same contents): kernel builds
+    do not start over."""
+    top = git(tree, "symbolic-ref", "--short", "HEAD")
+    old = git(tree, "rev-parse", "b4/" + name)
+    if top == "b4/" + name:
+        yield
+        return
+    times = {f: f.stat().st_mtime_ns for f in (tree / n for n in git(
+        tree, "diff", "--name-only", old, "HEAD").splitlines()) if f.exists()}
+    git(tree, "checkout", "-q", "b4/" + name)
+    try:
+        yield
+    finally:
+        new = git(tree, "rev-parse", "b4/" + name)
+        if new == old:
+            git(tree, "checkout", "-q", top)
+        elif git(tree, "rev-parse", new + "^{tree}") != git(tree, "rev-parse", old + "^{tree}"):
+            raise StageError("b4/%s changed its tree: rebase %s onto it by hand" % (name, top))
+        for c in git(tree, "rev-list", "--reverse", "%s..%s" % (old, top)).split() * (new != old):
+            who = git(tree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", c)
+            new = git(tree, "commit-tree", c + "^{tree}", "-p", new, "-F", "-",
+                      input=git(tree, "log", "-1", "--format=%B", c) + "\n", env=dict(zip(
+                          ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE"),
+                          who.split("\x00"))))
+        if new != old:
+            git(tree, "update-ref", "refs/heads/" + top, new)
+            git(tree, "checkout", "-q", top)
+        for f, t in times.items():
+            os.utime(f, ns=(t, t))
 
 
-def series_files(ws):
-    """series/'s patch files in the order of series/series."""
+def patches(tree, rev="HEAD"):
+    """The series' commits in order, without b4's cover commits."""
+    return [c for g in layout(tree, rev) for c in g[2]]
+
+
+def plan(ws):
+    """series/series: [(name, change-id, b4 prefixes, [patch files])]. A
+    line "series NAME CHANGE-ID [PREFIX...]" starts the b4 prep branch
+    b4/NAME, stacked on the series before it."""
+    out = []
     try:
         lines = (ws.series / "series").read_text().splitlines()
     except FileNotFoundError:
         return []
-    return [ws.series / ln.strip() for ln in lines
-            if ln.strip() and not ln.strip().startswith("#")]
+    for ln in lines:
+        w = ln.split()
+        if not w or w[0].startswith("#"):
+            continue
+        if w[0] == "series" and len(w) >= 3:
+            out.append((w[1], w[2], w[3:], []))
+        elif out and len(w) == 1:
+            out[-1][3].append(ws.series / w[0])
+        else:
+            raise StageError("series/series: %r: a patch before any line "
+                             "\"series NAME CHANGE-ID [PREFIX...]\"" % ln)
+    return out
 
 
-def apply_series(ws, tree):
-    """git am series/ onto HEAD; names the patch and files that fail."""
-    for i, p in enumerate(series_files(ws)):
+def series_files(ws):
+    """series/'s patch files in the order of series/series."""
+    return [p for s in plan(ws) for p in s[3]]
+
+
+def build(ws, tree):
+    """From the base: each series of series/series as its b4 prep branch,
+    stacked. The number of patches applied."""
+    git(tree, "checkout", "-q", "-f", "--detach", "base")
+    for name, cid, prefixes, files in plan(ws):
+        enroll(ws, tree, name, cid, prefixes)
+        apply_series(ws, tree, files)
+    return len(series_files(ws))
+
+
+def apply_series(ws, tree, files):
+    """git am FILES onto HEAD; names the patch and files that fail."""
+    for i, p in enumerate(files):
         if not p.exists():
             raise StageError("series/series names %s, which does not exist" % p.name)
         res = subprocess.run(["git", "-C", str(tree), "am", "-q",
@@ -124,7 +202,6 @@ def apply_series(ws, tree):
                              "last good patch (%d applied)" % (
                                  p.name, "; ".join(where) or "git am failed", i))
         print("  applied " + p.name, flush=True)
-    return len(series_files(ws))
 
 
 def series_hash(folder):
@@ -156,18 +233,28 @@ def format_patch(tree, *args):
 
 
 def export_to(ws, dest, rev="HEAD"):
-    """Write the patches of the tree's series up to REV and their order into DEST."""
-    tree = ws.tree
+    """Write the patches of the tree's series up to REV and their order
+    (with each series' line: its name, b4's change-id and prefixes) into DEST."""
+    tree, names = ws.tree, {s[1]: s[0] for s in plan(ws)}
     if git(tree, "rev-list", "--merges", "%s..%s" % (base_commit(tree), rev)):
         raise StageError("the series has merge commits; rebase it to a line")
-    start = cover_commit(tree) or base_commit(tree)
     dest.mkdir(parents=True, exist_ok=True)
-    format_patch(tree, "-q", "--zero-commit", "--no-numbered", "--no-cover-letter",
-                 "--no-thread", "--no-base", "-o", dest, "%s..%s" % (start, rev))
-    names = sorted(p.name for p in dest.glob("*.patch"))
-    (dest / "series").write_text(
-        "# Order in which make prep applies these patches (git am).\n" +
-        "".join(n + "\n" for n in names))
+    order, n = ["# Order in which make prep applies these patches (git am)."], 0
+    for cc, track, commits in layout(tree, rev):
+        if cc:
+            if track["change-id"] not in names:
+                raise StageError("b4 change-id %s is no series of series/series: add its "
+                                 "line \"series NAME CHANGE-ID\"" % track["change-id"])
+            order.append(" ".join(["series", names[track["change-id"]], track["change-id"],
+                                   *track.get("prefixes", [])]))
+        if commits:
+            format_patch(tree, "-q", "--zero-commit", "--no-numbered", "--no-cover-letter",
+                         "--no-thread", "--no-base", "--start-number", str(n + 1), "-o", dest,
+                         "%s^..%s" % (commits[0], commits[-1]))
+        new = sorted(p.name for p in dest.glob("*.patch"))[n:]
+        order += new
+        n += len(new)
+    (dest / "series").write_text("\n".join(order) + "\n")
 
 
 def export_differs(ws, rev="HEAD"):
@@ -198,7 +285,6 @@ def _reuse_or_reset(ws, force):
             "and lose it" % (ws.tree, "uncommitted edits" if dirty
                              else ", ".join(differ[:4])))
     git(ws.tree, "am", "--abort", check=False)
-    git(ws.tree, "reset", "-q", "--hard", cover_commit(ws.tree) or "base")
     print("  series/ changed: applying it again", flush=True)
     return False
 
@@ -208,23 +294,22 @@ def stage_prep(ws, args):
                tree=None) as st:
         if (ws.tree / ".git").exists() and base_commit(ws.tree):
             kept = _reuse_or_reset(ws, args.force)
-            configure(ws, ws.tree)
         else:
             if ws.tree.exists() and any(ws.tree.iterdir()) and not args.force:
                 raise StageError("%s exists and is no tree of this workspace (no tag "
                                  "base): move it away, or FORCE=1 to replace it" % ws.tree)
             base_tree(ws, ws.tree)
-            start(ws, ws.tree)
-            if not git(ws.tree, "symbolic-ref", "-q", "HEAD", check=False):
-                git(ws.tree, "checkout", "-q", "-B", "b4/yama-lsm")
             kept = False
-        n = len(patches(ws.tree)) if kept else apply_series(ws, ws.tree)
+        configure(ws, ws.tree)
+        if kept:
+            restack(ws, ws.tree)
+        n = len(patches(ws.tree)) if kept else build(ws, ws.tree)
         head = git(ws.tree, "rev-parse", "HEAD")
         _mark_synced(ws)
         st.tree_id, st.dirty = W.tree_state(ws.tree)
         st.passed = n + 1
-        st.summary = "%s: tip %s, %d patches on base %s" % (
-            "kept" if kept else "applied", head[:12], n, base_commit(ws.tree)[:12])
+        st.summary = "%s: tip %s, %d patches in %d series on base %s" % (
+            "kept" if kept else "applied", head[:12], n, len(plan(ws)), base_commit(ws.tree)[:12])
     return st.exit_code
 
 

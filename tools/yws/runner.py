@@ -94,7 +94,8 @@ def run_review(ws, args):
     """make review: the review stage (b4 am, lint, range-diff), then the
     stages on the applied tree, in the review's own workspace."""
     start, rws = time.time(), review.workspace(ws)
-    recs = [run_stage(ws, "review", [args.mbox or ""], rerun=True)]
+    recs = [run_stage(ws, "review", ["--msgid", args.msgid] if args.msgid else [args.mbox or ""],
+                      rerun=True)]
     if recs[0]["verdict"] == "pass":
         recs += [run_stage(rws, s, [], rerun=True) for s in review.STAGES]
     return summarize(rws, recs, time.time() - start)
@@ -175,15 +176,15 @@ def _test_args(p):
 
 def run_pipeline(ws, args):
     """make, make check, make check-debug, make review: one pipeline."""
-    if args.pipeline != "review" and args.mbox:
-        raise SystemExit("error: run %s takes no MBOX" % args.pipeline)
+    if args.pipeline != "review" and (args.mbox or args.msgid):
+        raise SystemExit("error: run %s takes no MBOX or MSGID" % args.pipeline)
     return run_review(ws, args) if args.pipeline == "review" else \
         pipeline(ws, PIPELINES[args.pipeline], args.rerun)
 
 
 ABOUT = {"all": "(plain make) the posting, checked", "check": "all tests",
          "check-debug": "the series on a debug kernel, and the SYSCTL=n tip built whole",
-         "review": "a maintainer's view of MBOX=FILE"}
+         "review": "a maintainer's view of MSGID=<message-id> or MBOX=FILE"}
 
 
 def stages_of(name):
@@ -196,6 +197,7 @@ def _run_args(p):
     p.add_argument("pipeline", choices=list(ABOUT), help="; ".join(
         "%s: %s (%s)" % (n, a, stages_of(n)) for n, a in ABOUT.items()))
     p.add_argument("mbox", nargs="?", help="review: the thread, an mbox file")
+    p.add_argument("--msgid", help="review: the thread's message-id, from the archive")
     _rerun(p)
 
 

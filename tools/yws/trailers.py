@@ -1,11 +1,18 @@
-"""make trailers: b4 trailers -u from the replies onto the tree's commits,
-then export to series/; the replies that comment without a trailer or NAK
-are listed to answer."""
+"""make trailers: b4 trailers -u on each series' b4 prep branch: online,
+b4 finds the replies on the archive by the series' change-id (the local
+list while it runs, else b4's own config: lore); MBOX=FILE offline, where
+the recorded threads are added to what a mail client exported. Then
+export to series/; the replies that NAK or comment without a trailer are
+listed to answer."""
 import re
+import tempfile
+from pathlib import Path
 
-from . import prep
-from .thread import read_mbox, text, unfold
-from .ws import Stage, StageError, git, run
+from . import cover, inbox, prep
+from .posting import cover_msgid
+from .review import online_env
+from .thread import numbered, read_mbox, text, unfold
+from .ws import Stage, StageError, b4, git
 
 NAK = re.compile(r"(?mi)^\s*(nack(ed)?-by:|NAK\b|NACK\b)")
 TRAILER = re.compile(r"(?mi)^\s*(reviewed|acked|tested|reported|suggested)-by:\s*\S")
@@ -28,22 +35,46 @@ def comments(msgs):
     return out
 
 
+def with_threads(ws, mbox, tmp):
+    """MBOX, and if it holds no patch (a mail client's export of the
+    replies), the recorded threads of every series with it: b4 needs the
+    patches the replies answer."""
+    msgs = read_mbox(mbox)
+    if numbered(msgs):
+        return mbox, msgs
+    threads = [cover.posted(ws, s[0], r) for s in prep.plan(ws)
+               for r in cover.posted_revisions(ws, s[0])]
+    if not threads:
+        raise StageError("%s holds replies only and no revision is recorded "
+                         "(cover-letter/*/posted/): save the whole thread" % mbox)
+    out = Path(tmp) / "thread.mbox"
+    out.write_bytes(b"".join(Path(t).read_bytes() for t in threads) + Path(mbox).read_bytes())
+    return out, msgs
+
+
 def stage_trailers(ws, args):
-    with Stage(ws, "trailers", "%s -> %s" % (args.mbox, ws.tree)) as st:
-        if not args.mbox:
-            raise StageError("name the replies: make trailers MBOX=FILE")
-        msgs = read_mbox(args.mbox)
+    where = args.mbox or "the archive"
+    with Stage(ws, "trailers", "%s -> %s" % (where, ws.tree)) as st, \
+            tempfile.TemporaryDirectory() as tmp:
         if st.dirty:
             raise StageError("%s has uncommitted edits: commit them first" % ws.tree)
+        mbox, msgs = with_threads(ws, args.mbox, tmp) if args.mbox else (None, [])
+        lst = inbox.state(ws)
+        print("  replies from %s" % (args.mbox or lst and lst["http"] or "b4's own "
+                                     "b4.midmask/searchmask (lore, unless configured)"))
         before = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
-        res = run(["b4", "--offline-mode", "--no-stdin", "trailers", "-u", "-m",
-                   args.mbox], cwd=ws.tree, capture=True, check=False, label="b4 trailers")
-        out = (res.stdout + res.stderr).strip()
-        print("\n".join("  | " + ln for ln in out.splitlines()))
-        if res.returncode:
-            raise StageError("b4 trailers -u failed (exit %d), nothing changed" % res.returncode)
+        for name, *_ in prep.plan(ws):
+            with prep.on_branch(ws.tree, name):
+                out = b4(ws.tree, "trailers", "-u", *(["-m", mbox] if mbox else []),
+                         env=online_env(ws), online=not mbox, label="b4 trailers")
+            print("\n".join("  %s | %s" % (name, ln) for ln in out.splitlines()))
         after = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
         changed = sum(a != b for a, b in zip(after, before))
+        for name, *_ in prep.plan(ws) if lst and not msgs else []:
+            for r in cover.posted_revisions(ws, name)[-1:]:
+                got = Path(tmp) / ("%s.mbox" % name)
+                got.write_bytes(inbox.archive(lst, cover_msgid(cover.posted(ws, name, r))) or b"")
+                msgs += read_mbox(got) if got.stat().st_size else []
         for who, subj, nak in comments(msgs):
             print("  %s from %s: %s" % ("NAK" if nak else "comment to answer", who, subj))
         if changed and prep.stage_export(ws, args):
@@ -56,8 +87,9 @@ def stage_trailers(ws, args):
 
 
 def _mbox_arg(p):
-    p.add_argument("mbox", nargs="?", help="the replies, an mbox file")
+    p.add_argument("mbox", nargs="?", help="offline: the replies, an mbox file")
 
 
-COMMANDS = {"trailers": ("b4 trailers -u -m MBOX=FILE in the tree, then export to series/; "
-                         "the replies to answer", _mbox_arg, stage_trailers)}
+COMMANDS = {"trailers": ("b4 trailers -u on each series: the replies on the archive (the "
+                         "local list while it runs), or MBOX=FILE; then export to series/",
+                         _mbox_arg, stage_trailers)}

@@ -16,10 +16,20 @@ PYTHON = "/usr/bin/python3"
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTER = {"GIT_COMMITTER_NAME": "Yama Workspace",
              "GIT_COMMITTER_EMAIL": "yama-workspace@localhost"}
+
+
+def git_env(pairs):
+    """The environment that gives git the config PAIRS [(key, value), ...]."""
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env["GIT_CONFIG_KEY_%d" % i], env["GIT_CONFIG_VALUE_%d" % i] = key, str(value)
+    return env
+
+
 # b4's throwaway commits (b4 am, b4 diff) need an identity; the user may have none.
-SCRATCH = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0":
-           "Yama Workspace", "GIT_CONFIG_KEY_1": "user.email",
-           "GIT_CONFIG_VALUE_1": "yama-workspace@localhost"}
+SCRATCH_PAIRS = [("user.name", "Yama Workspace"), ("user.email", "yama-workspace@localhost")]
+SCRATCH = git_env(SCRATCH_PAIRS)
+
 # Every kernel build of the workspace passes the same flags, so ccache
 # shares objects between the gates, KUnit and the test kernel: W=1's
 # compiler warnings without its kernel-doc run per object (the kernel-doc
@@ -139,6 +149,17 @@ def git(repo, *args, check=True, env=None, input=None):
         raise StageError("git %s in %s: %s" % (
             args[0], repo, res.stderr.strip() or "exit %d" % res.returncode))
     return res.stdout.strip()
+
+
+def b4(cwd, *args, env=None, label=None, online=False):
+    """b4 ARGS in CWD (offline unless ONLINE: then it reads the archive
+    its b4.midmask/searchmask name); its output. A failure names it."""
+    res = run(["b4", *([] if online else ["--offline-mode"]), "--no-stdin", *args], cwd=cwd,
+              env=env, capture=True, check=False, label=label)
+    if res.returncode:
+        raise StageError("b4 %s: exit %d: %s" % (" ".join(map(str, args)), res.returncode,
+                                                 (res.stdout + res.stderr).strip()[-400:]))
+    return (res.stdout + res.stderr).strip()
 
 
 def shared_clone(tree, dest, ref):

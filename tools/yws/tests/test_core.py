@@ -333,7 +333,7 @@ def test_make_review_runs_the_stages_in_the_review_s_own_workspace(ws, monkeypat
         return 0
     monkeypatch.setattr(runner, "spawn", fake)
     verdict = "pass"
-    assert runner.run_pipeline(ws, argparse.Namespace(pipeline="review", mbox="t.mbox",
+    assert runner.run_pipeline(ws, argparse.Namespace(pipeline="review", mbox="t.mbox", msgid=None,
                                                       rerun=False)) == 0
     review_top = str(ws.build / "review")
     assert seen == [("review", str(ws.build), str(ws.tree))] + [
@@ -341,6 +341,6 @@ def test_make_review_runs_the_stages_in_the_review_s_own_workspace(ws, monkeypat
         for s in ("series-check", "kunit", "selftests")]
     seen.clear()
     verdict = "fail"
-    assert runner.run_pipeline(ws, argparse.Namespace(pipeline="review", mbox="t.mbox",
+    assert runner.run_pipeline(ws, argparse.Namespace(pipeline="review", mbox="t.mbox", msgid=None,
                                                       rerun=False)) == 1
     assert [s[0] for s in seen] == ["review"]

@@ -7,15 +7,28 @@ from pathlib import Path
 
 import pytest
 
-from yws import cover as CV, posting, prep, results, review, sender, thread as TH, trailers
+from yws import cover as CV, posting, prep, results, sender, thread as TH
 from yws.ws import StageError, Workspace, git, tree_state, workspace_id
 
 ROOT = Path(__file__).resolve().parents[3]
 ME = "Ann Dev <ann@kernel.org>"
+FIXES = "20261207-yama-fixes-0456"
+LINK = "20261203-yama-lsm-test-0123"
+FIXES_COVER = """yama: one fix
+
+The fix stands alone.
+
+@@TESTING@@
+
+To: Kees Cook <kees@kernel.org>
+Cc: linux-security-module@vger.kernel.org
+"""
 COVER = """security: Yama LSM: tiny
 # a comment line, dropped
 
 Intro.
+
+@@BELOW@@
 
 [[first change]] does one thing.
 
@@ -23,6 +36,7 @@ Intro.
 
 @@CHANGES@@
 
+To: linux-security-module@vger.kernel.org
 Cc: bpf@vger.kernel.org
 """
 
@@ -35,12 +49,17 @@ def commit(tree, subject, line, body="Signed-off-by: " + ME):
 
 
 def make_ws(tmp_path):
+    """Two stacked series on a tiny tree: b4/yama-fixes (one patch), then
+    b4/yama-lsm (two patches, RFC), as make prep builds them."""
     root, tree = tmp_path / "ws", tmp_path / "linux"
-    (root / "cover-letter").mkdir(parents=True)
+    for name, text in (("yama-fixes", FIXES_COVER), ("yama-lsm", COVER)):
+        (root / "cover-letter" / name).mkdir(parents=True)
+        (root / "cover-letter" / name / "cover.txt").write_text(text)
     git(tmp_path, "init", "-q", root)
     (root / ".gitignore").write_text("/build/\n/out/\n")
-    (root / "cover-letter" / "cover.txt").write_text(COVER)
-    (root / "cover-letter" / "change-id").write_text("20261203-yama-lsm-test-0123\n")
+    (root / "series").mkdir()
+    (root / "series" / "series").write_text("series yama-fixes %s\nseries yama-lsm %s RFC\n"
+                                            % (FIXES, LINK))
     shutil.copy(ROOT / ".b4-config", root)
     (tree / "security" / "yama").mkdir(parents=True)
     (tree / "security" / "yama" / "y.c").write_text("int a;\n")
@@ -49,7 +68,11 @@ def make_ws(tmp_path):
     git(tree, "commit", "-qm", "base", env={"GIT_AUTHOR_NAME": "B", "GIT_AUTHOR_EMAIL": "b@x"})
     git(tree, "tag", "base")
     w = Workspace(root, tree=tree, series=root / "series", sender=ME)
-    prep.start(w, tree)
+    prep.configure(w, tree)
+    prep.enroll(w, tree, "yama-fixes", FIXES, [])
+    commit(tree, "yama: fix one", "int f;")
+    commit(tree, "yama: fix two", "int g;")
+    prep.enroll(w, tree, "yama-lsm", LINK, ["RFC"])
     commit(tree, "yama: first change", "int b;")
     commit(tree, "yama: second change", "int c;")
     return w
@@ -92,25 +115,31 @@ def post(ws, **kw):
     return posting.stage_posting(ws, argparse.Namespace(rerun=False, **kw))
 
 
-def test_start_makes_the_tree_b4s_prep_branch(ws):
+def test_prep_makes_stacked_b4_prep_branches(ws):
     assert git(ws.tree, "symbolic-ref", "--short", "HEAD") == "b4/yama-lsm"
-    cover = git(ws.tree, "log", "-1", "--format=%B", "base..HEAD~2")
-    assert "Intro." in cover and "a comment line" not in cover
-    assert '"change-id": "20261203-yama-lsm-test-0123"' in cover
-    out = subprocess.run(["b4", "prep", "--show-revision"], cwd=ws.tree,
-                         capture_output=True, text=True)
-    assert out.stderr.strip() == "v1"
-    assert git(ws.tree, "config", "user.email") == "ann@kernel.org"
+    lay = prep.layout(ws.tree)
+    assert [(t["change-id"], t["prefixes"], len(c)) for _, t, c in lay] == [
+        (FIXES, [], 2), (LINK, ["RFC"], 2)]
+    assert git(ws.tree, "rev-parse", "b4/yama-fixes") == lay[0][2][-1]
+    for branch in ("b4/yama-fixes", "b4/yama-lsm"):
+        git(ws.tree, "checkout", "-q", branch)
+        out = subprocess.run(["b4", "prep", "--show-info"], cwd=ws.tree,
+                             capture_output=True, text=True)
+        assert "change-id: %s" % (FIXES if "fixes" in branch else LINK) in out.stdout
     assert git(ws.tree, "config", "sendemail.smtpserver") == "/bin/false"
     assert not tree_state(ws.tree)[1], ".b4-config must not make the tree dirty"
 
 
-def test_start_keeps_commits_already_on_the_base(ws):
-    git(ws.tree, "checkout", "-q", "-B", "other", "HEAD")
-    tid = git(ws.tree, "rev-parse", "HEAD^{tree}")
-    prep.start(ws, ws.tree)
-    assert git(ws.tree, "rev-parse", "HEAD^{tree}") == tid
-    assert len(git(ws.tree, "rev-list", "base..HEAD").split()) == 3
+def test_export_then_build_gives_the_same_stack(ws, tmp_path):
+    prep.export_to(ws, ws.series)
+    lines = (ws.series / "series").read_text().splitlines()
+    assert lines[1:] == ["series yama-fixes " + FIXES, "0001-yama-fix-one.patch",
+                         "0002-yama-fix-two.patch", "series yama-lsm %s RFC" % LINK,
+                         "0003-yama-first-change.patch", "0004-yama-second-change.patch"]
+    tid = tree_state(ws.tree)[0]
+    assert prep.build(ws, ws.tree) == 4
+    assert tree_state(ws.tree)[0] == tid and prep.export_differs(ws)[0] == []
+    assert [t["change-id"] for _, t, _ in prep.layout(ws.tree)] == [FIXES, LINK]
 
 
 def test_posting_stops_naming_stale_stages(ws, capsys):
@@ -140,24 +169,33 @@ def test_an_edit_makes_the_results_stale(ws):
 
 def test_posting_is_b4_send_and_proven(posted):
     ws, tid = posted, tree_state(posted.tree)[0]
-    v1 = ws.out / "posting" / "v1"
+    v1, fx = ws.out / "posting" / "yama-lsm" / "v1", ws.out / "posting" / "yama-fixes" / "v1"
     assert sorted(p.name for p in v1.glob("*.eml"))[0].startswith("0000-")
-    thread = posting.thread_of(v1 / "thread.mbox")
-    assert [p[0] for p in thread] == [0, 1, 2]
+    thread, fixes = posting.thread_of(v1 / "thread.mbox"), posting.thread_of(fx / "thread.mbox")
+    assert [p[0] for p in thread] == [0, 1, 2] and [p[0] for p in fixes] == [0, 1, 2]
     cover = TH.text(thread[0][4])
     assert "every result below is of tree %s" % tid[:12] in cover
     assert "1/2 does one thing." in cover and "kunit all good" in " ".join(cover.split())
     assert "bpf@vger.kernel.org" in thread[0][4]["Cc"]
+    assert str(thread[0][4]["Subject"]).startswith("[RFC PATCH 0/2] security: Yama LSM")
+    assert str(fixes[0][4]["Subject"]).startswith("[PATCH 0/2] yama: one fix")
+    assert "Kees Cook <kees@kernel.org>" in fixes[0][4]["To"]
+    fmsgid = fixes[0][4]["Message-ID"].strip("<>")
+    assert "prerequisite-message-id: <%s>" % fmsgid in cover and "yama: one fix" in cover
     rec = results.read(ws.results, "posting")
     assert rec["verdict"] == "pass" and rec["tree"] == tid and rec["details"]["sendable"]
+    assert [d["name"] for d in rec["details"]["series"]] == ["yama-fixes", "yama-lsm"]
+    assert "yama-fixes/v1 + yama-lsm/v1" in (v1 / "proof.txt").read_text()
     assert "= tree %s" % tid[:12] in (v1 / "proof.txt").read_text()
+    assert "= tree %s" % git(ws.tree, "rev-parse", "b4/yama-fixes^{tree}")[:12] in (
+        fx / "proof.txt").read_text()
 
 
 def test_the_proof_fails_when_the_thread_gives_another_tree(posted, tmp_path):
     ws, tid = posted, tree_state(posted.tree)[0]
-    thread = ws.out / "posting" / "v1" / "thread.mbox"
+    thread = ws.out / "posting" / "yama-fixes" / "v1" / "thread.mbox"
     with pytest.raises(StageError, match="gives tree"):
-        posting.proof(ws, thread, "f" * 40, tmp_path / "w")
+        posting.proof(ws, [thread], "f" * 40, tmp_path / "w")
 
 
 def test_a_placeholder_sender_posts_with_a_warning_last(ws, capsys):
@@ -213,7 +251,7 @@ def test_lint_names_each_problem(ws):
 
 def test_lint_wants_a_changelog_from_v2_on(posted):
     ws = posted
-    thread = posting.thread_of(ws.out / "posting" / "v1" / "thread.mbox")
+    thread = posting.thread_of(ws.out / "posting" / "yama-lsm" / "v1" / "thread.mbox")
     names = {c[0]: c[1] for c in posting.lint(thread, 2)}
     assert names["changelog"] == "fail" and names["editme"] == "pass"
 
@@ -232,39 +270,19 @@ def test_record_then_v2_with_changelog_and_range_diff(posted, monkeypatch):
     ws = posted
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     assert posting.stage_record(ws, None) == 0
-    cl = ws.root / "cover-letter"
+    cl = ws.root / "cover-letter" / "yama-lsm"
     assert (cl / "posted" / "v1.mbox").exists() and (cl / "posted" / "v1.tree").exists()
+    assert (ws.root / "cover-letter" / "yama-fixes" / "posted" / "v1.mbox").exists()
     assert (cl / "changes" / "v2.txt").read_text().startswith("- No change since v1")
-    assert CV.current_revision(ws, tree_state(ws.tree)[0]) == 1
+    assert CV.current_revision(ws, "yama-lsm", tree_state(ws.tree)[0]) == 1
     commit(ws.tree, "yama: third change", "int d;")
     fake_results(ws)
     assert post(ws) == 1, "a changed series with the 'No change' stub must stop"
     (cl / "changes" / "v2.txt").write_text("- Added [[third change]].\n")
     assert post(ws) == 0
-    v2 = ws.out / "posting" / "v2"
+    v2 = ws.out / "posting" / "yama-lsm" / "v2"
     cover = TH.text(posting.thread_of(v2 / "thread.mbox")[0][4])
     assert "Changes in v2:\n- Added 3/3." in cover and "Link to v1: https://lore" in cover
+    fixes_v1 = posting.cover_msgid(ws.root / "cover-letter" / "yama-fixes" / "posted" / "v1.mbox")
+    assert "prerequisite-message-id: <%s>" % fixes_v1 in cover, "v2 names the fixes as sent"
     assert "yama: third change" in (v2 / "range-diff-v1.txt").read_text()
-
-
-def test_trailers_from_replies_with_b4(posted, tmp_path):
-    ws = posted
-    thread = ws.out / "posting" / "v1" / "thread.mbox"
-    p1 = posting.thread_of(thread)[1][4]
-    reply = ("From mboxrd@z Thu Jan  1 00:00:00 1970\nFrom: Rev Iewer <rev@kernel.org>\n"
-             "Subject: Re: %s\nMessage-ID: <r1@kernel.org>\nIn-Reply-To: %s\nReferences: %s\n"
-             "Date: Sat, 05 Dec 2026 22:00:00 +0000\n\n> quoted\n\nReviewed-by: Rev Iewer "
-             "<rev@kernel.org>\n\n" % (TH.unfold(p1["Subject"]), p1["Message-ID"],
-                                       p1["Message-ID"]))
-    nak = reply.replace("r1@", "r2@").replace("Reviewed-by: Rev Iewer <rev@kernel.org>",
-                                              "NAK, this is wrong.")
-    mbox = tmp_path / "replies.mbox"
-    mbox.write_text(thread.read_text() + reply + nak)
-    args = argparse.Namespace(mbox=str(mbox), force=False)
-    assert trailers.stage_trailers(ws, args) == 0
-    msg = git(ws.tree, "log", "-1", "--format=%B", "HEAD~1")
-    assert "Reviewed-by: Rev Iewer <rev@kernel.org>" in msg
-    rec = results.read(ws.results, "trailers")
-    assert rec["details"]["commits_changed"] == 1
-    assert [c[2] for c in rec["details"]["comments"]] == [True]
-    assert "Reviewed-by: Rev Iewer" in (ws.series / "0001-yama-first-change.patch").read_text()

@@ -1,0 +1,148 @@
+"""The workspace's own mailing lists on 127.0.0.1 (make list): public-inbox-httpd serves
+them, tools/yws/smtp-sink archives list mail and keeps the rest in build/list/mail/<addr>/."""
+import contextlib
+import gzip
+import json
+import mailbox as maildir
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from .ws import PYTHON, StageError, git, run
+
+LISTS = {"linux-security-module@vger.kernel.org": "linux-security-module",
+         "linux-fsdevel@vger.kernel.org": "linux-fsdevel",
+         "selinux@vger.kernel.org": "selinux", "bpf@vger.kernel.org": "bpf",
+         "stable@vger.kernel.org": "stable", "linux-kernel@vger.kernel.org": "linux-kernel"}
+MAIN = "linux-security-module"   # the inbox b4's midmask/searchmask point at
+
+
+def _alive(pid):     # a zombie's cmdline is empty, a reused pid's is another
+    with contextlib.suppress(OSError):
+        cmdline = Path("/proc/%d/cmdline" % pid).read_bytes()
+        return b"public-inbox-httpd" in cmdline or b"smtp-sink" in cmdline
+    return False
+
+
+def _port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listens(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def state(ws):
+    f = ws.build / "list" / "state.json"
+    if not f.exists():
+        return None
+    st = json.loads(f.read_text())
+    for name, pid in st["pids"].items():
+        if not _alive(pid):
+            raise StageError("the local list in %s was started but is not running (%s pid %d gone): "
+                             "make list-stop; make list" % (st["dir"], name, pid))
+    return st
+
+
+def start(ws, refuse=(), drop_after=None):
+    if st := state(ws):
+        return st
+    d, ports = ws.dir("list"), {"httpd": _port(), "smtp": _port()}
+    env = {"PI_CONFIG": str(d / "config"), "PI_EMERGENCY": str(d / "emergency")}
+    if not (d / "config").exists():
+        for addr, name in LISTS.items():
+            run(["public-inbox-init", "-V2", "-L", "full", name, d / "inboxes" / name,
+                 "http://127.0.0.1/%s/" % name, addr], env=env, log=d / "init.log")
+        git(d, "config", "-f", d / "config", "publicinboxmda.spamcheck", "none")
+    cmds = {"httpd": ["public-inbox-httpd", "-W0", "-l", "http://0.0.0.0:%d" % ports["httpd"]],
+            "smtp": [PYTHON, Path(__file__).parent / "smtp-sink", "--port", ports["smtp"], "--dir", d]
+            + [f for a in LISTS for f in ("--list", a)] + [f for a in refuse for f in ("--refuse", a)]
+            + (["--drop-after", drop_after] if drop_after is not None else [])}
+    st = {"http": "http://127.0.0.1:%d" % ports["httpd"], "smtp_port": ports["smtp"],
+          "dir": str(d), "pids": {}, "lists": LISTS}
+    for name, cmd in cmds.items():
+        with open(d / (name + ".log"), "w") as log:
+            st["pids"][name] = subprocess.Popen(
+                list(map(str, cmd)), env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=log, start_new_session=True).pid
+    (d / "state.json").write_text(json.dumps(st, indent=1) + "\n")
+    deadline = time.time() + 10
+    while not all(map(_listens, ports.values())):
+        if time.time() > deadline or not all(map(_alive, st["pids"].values())):
+            stop(ws)
+            raise StageError("the list's servers are not listening on 127.0.0.1:%d and :%d, see "
+                             "%s/httpd.log, smtp.log" % (*ports.values(), d))
+        time.sleep(0.05)
+    return st
+
+
+def stop(ws):
+    f = ws.build / "list" / "state.json"
+    if not f.exists():
+        return False
+    pids = json.loads(f.read_text())["pids"]
+    for wait, sig in ((5, None), (5, signal.SIGTERM), (10, signal.SIGKILL)):
+        for name, pid in pids.items():
+            if _alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig or (signal.SIGQUIT if name == "httpd" else signal.SIGTERM))
+        end = time.time() + wait
+        while any(map(_alive, pids.values())) and time.time() < end:
+            time.sleep(0.05)
+    for pid in pids.values():
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)     # reaped, if it was our child (it is gone or dying)
+    f.unlink()
+    return True
+
+
+def config(st):
+    url = "%s/%s/" % (st["http"], MAIN)
+    return [("b4.midmask", url + "%s"), ("b4.linkmask", url + "%s/"),
+            ("b4.searchmask", url + "?x=m&t=1&q=%s"), ("b4.cache-expire", "0"),
+            ("sendemail.smtpserver", "127.0.0.1"), ("sendemail.smtpserverport", str(st["smtp_port"]))]
+
+
+def mailbox(ws, addr):     # Maildir keys start with seconds.Mmicroseconds
+    d = ws.build / "list" / "mail" / addr.lower()
+    box = maildir.Maildir(d, create=False) if d.is_dir() else {}
+    order = sorted(box.keys(), key=lambda k: [int(n) for n in re.match(r"(\d+)\.M(\d+)", k).groups()])
+    return [box[k] for k in order]
+
+
+def archive(st, msgid):
+    url = "%s/%s/%s/t.mbox.gz" % (st["http"], MAIN, urllib.parse.quote(msgid.strip("<>"), safe="@"))
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return gzip.decompress(r.read())
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            raise
+    return None
+
+
+def _list(ws, args):
+    st = start(ws)
+    print("list archives: " + ", ".join("%s/%s/" % (st["http"], n) for n in LISTS.values()))
+    print("SMTP: 127.0.0.1:%d (mail to others: %s/mail/<address>/)" % (st["smtp_port"], st["dir"]))
+    print("b4 and make send/review/trailers use it while it runs; make list-stop stops it")
+    return 0
+
+
+def _list_stop(ws, args):
+    print("stopped the local list in %s" % (ws.build / "list") if stop(ws) else "no local list ran")
+    return 0
+
+
+COMMANDS = {"list": ("start the workspace's own mailing lists on 127.0.0.1 (HTTP, SMTP)", None, _list),
+            "list-stop": ("stop the local list of make list", None, _list_stop)}

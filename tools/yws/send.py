@@ -1,0 +1,123 @@
+"""make send: each series of the proven posting that is not recorded yet,
+in order, its messages as they are (b4 send would make new Message-IDs and
+dates: what the proof applied would not be what went out), one by one over
+the SMTP connection b4 sets up from git's sendemail.* (b4.get_smtp): the
+local list's while it runs, else the user's own. A message the server
+refuses or a connection that drops stops the send; out/posting/NAME/vN/sent
+keeps what went out, and make send resumes after it. A series sent whole
+is recorded as posted (what make record-posting does)."""
+import contextlib
+import email
+import email.utils
+import os
+import smtplib
+from pathlib import Path
+
+import b4
+
+from . import inbox, posting, sender
+from .ws import Stage, StageError, git, git_env
+
+
+@contextlib.contextmanager
+def b4_in(tree, env):
+    """b4's library in TREE with ENV's git config (its caches reset)."""
+    old_env, old_cwd = dict(os.environ), os.getcwd()
+    os.environ.update(env)
+    os.chdir(tree)
+    b4.SENDEMAIL_CONFIG = b4.USER_CONFIG = b4.MAIN_CONFIG = None
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(old_env)
+        os.chdir(old_cwd)
+        b4.SENDEMAIL_CONFIG = b4.USER_CONFIG = b4.MAIN_CONFIG = None
+
+
+def destination(ws, ident):
+    """(git config pairs, where) the messages go."""
+    lst = inbox.state(ws)
+    if lst:
+        return inbox.config(lst), "the local list (SMTP 127.0.0.1:%d, archive %s); to send " \
+            "for real: make list-stop, then make send" % (lst["smtp_port"], lst["http"])
+    pairs = [tuple(ln.split(" ", 1)) for ln in git(
+        ws.root, "config", "--global", "--get-regexp", r"^sendemail\.", check=False).splitlines()
+        if " " in ln]
+    if not dict(pairs).get("sendemail.smtpserver"):
+        raise StageError("no local list runs (make list) and git has no sendemail.smtpserver: "
+                         "set yours (README, Sending) to send for real")
+    why = sender.placeholder_reasons(ident[1])
+    if why:
+        raise StageError("the sender %s <%s> is a placeholder (%s): it may send only to the "
+                         "local list (make list)" % (ident[0], ident[1], "; ".join(why)))
+    return pairs, "%s (git config --global sendemail.*)" % dict(pairs)["sendemail.smtpserver"]
+
+
+def send_series(ws, d, pairs):
+    """The messages of posting D not sent yet, in order; the number sent."""
+    outdir = Path(d["dir"])
+    log = outdir / "sent"
+    done = log.read_text().split() if log.exists() else []
+    emls = sorted(outdir.glob("*.eml"))
+    n = 0
+    with b4_in(ws.tree, git_env(pairs)):
+        smtp, frm = b4.get_smtp()
+        if isinstance(smtp, list):
+            raise StageError("sendemail.smtpserver is a command (%s): make send speaks SMTP "
+                             "to a server" % " ".join(smtp))
+        for i, p in enumerate(emls, 1):
+            msg = email.message_from_bytes(p.read_bytes())
+            if msg["Message-ID"] in done:
+                continue
+            rcpts = sorted({a for _, a in email.utils.getaddresses(
+                msg.get_all("To", []) + msg.get_all("Cc", []))})
+            data = p.read_bytes().replace(b"\r\n", b"\n")
+            try:
+                refused = smtp.sendmail(frm, rcpts, data.replace(b"\n", b"\r\n"))
+            except (smtplib.SMTPException, OSError) as e:
+                raise StageError("%s v%d: message %d/%d (%s) was NOT sent: %s; %d sent before it "
+                                 "(%s); make send resumes with it" % (
+                                     d["name"], d["revision"], i, len(emls), p.name, e,
+                                     len(done) + n, log))
+            with log.open("a") as f:
+                f.write(msg["Message-ID"] + "\n")
+            n += 1
+            print("  sent %s" % p.name, flush=True)
+            if refused:
+                raise StageError("%s v%d: message %d/%d (%s) went out, except to %s; messages "
+                                 "after it were NOT sent; make send resumes with the next" % (
+                                     d["name"], d["revision"], i, len(emls), p.name, "; ".join(
+                                         "%s (%d %s)" % (a, c, m.decode(errors="replace"))
+                                         for a, (c, m) in refused.items())))
+        smtp.quit()
+    return n
+
+
+def stage_send(ws, args):
+    ident = sender.identity(ws)
+    with Stage(ws, "send") as st:
+        todo = posting.unposted(ws)
+        if not todo:
+            raise StageError("every series of the posting is recorded as posted: nothing to send")
+        for d in todo:
+            if git(ws.tree, "rev-list", "--reverse", "base..b4/" + d["name"]).split() != \
+                    d["commits"]:
+                raise StageError("b4/%s changed since its posting was proven: make, then make "
+                                 "send" % d["name"])
+        pairs, where = destination(ws, ident)
+        print("  sending %s to %s" % (", ".join("%s v%d" % (d["name"], d["revision"])
+                                                for d in todo), where), flush=True)
+        for d in todo:
+            st.passed += send_series(ws, d, pairs)
+            print("  " + posting.record(ws, d), flush=True)
+        st.details = {"sent": [[d["name"], d["revision"], d["msgid"]] for d in todo],
+                      "to": where}
+        st.summary = "%s sent to %s, recorded" % (", ".join(
+            "%s v%d <%s>" % (d["name"], d["revision"], d["msgid"]) for d in todo), where)
+    return st.exit_code
+
+
+COMMANDS = {"send": ("send the proven posting's messages as they are (the local list while "
+                     "it runs, else git's sendemail.*), then record each series as posted",
+                     None, stage_send)}
