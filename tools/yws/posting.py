@@ -5,10 +5,10 @@ results of this very tree, the proof (git am of the threads onto a fresh
 base gives the series' tree), the lint of the thread, and the range-diff
 against the last posted revision. make send sends these very messages."""
 import email.utils
+import json
 import re
 import shutil
 import textwrap
-from pathlib import Path
 
 from . import cover, prep, results, sender, thread as TH
 from .cover import posted, changelog, read
@@ -198,9 +198,6 @@ def send(ws, outdir):
     """b4 send -o OUTDIR (writes, never sends); "[PATCH RFC" becomes "[RFC
     PATCH", as the spec names it; OUTDIR/thread.mbox: the messages with
     "From " lines, Subject: unfolded (b4 0.12's am -m crashes on a folded one)."""
-    if (outdir / "sent").exists():
-        raise StageError("%s is partly sent (%s lists what went out): make send sends the "
-                         "rest; a new posting would be other messages" % (outdir, outdir / "sent"))
     shutil.rmtree(outdir, ignore_errors=True)
     outdir.mkdir(parents=True)
     b4(ws.tree, "send", "--no-sign", "-o", outdir)
@@ -365,12 +362,17 @@ def post_series(ws, name, recs, ident, below, work):
     tree_id = git(tree, "rev-parse", tip + "^{tree}")
     rev = cover.current_revision(ws, name, tree_id)
     outdir = ws.out / "posting" / name / ("v%d" % rev)
+    thread = outdir / "thread.mbox"
     if posted(ws, name, rev).exists():      # sent: the series above cite it as it went out
         cov = thread_of(posted(ws, name, rev))[0][4]
         print("  %s v%d: posted already (%s)" % (name, rev, posted(ws, name, rev)))
-        return {"name": name, "revision": rev, "dir": outdir, "thread": posted(ws, name, rev),
+        return {"name": name, "revision": rev, "dir": str(outdir), "thread": posted(ws, name, rev),
                 "tree": tree_id, "commits": [], "msgid": cover_msgid(posted(ws, name, rev)),
                 "subject": TH.unfold(cov["Subject"]), "lint": []}
+    if (outdir / "sent").exists():        # other messages now would be another posting
+        print("  %s v%d: partly sent, kept as proven (make send sends the rest; %s lists "
+              "what went out)" % (name, rev, outdir / "sent"))
+        return {**json.loads((outdir / "posting.json").read_text()), "thread": thread}
     ch, prev = read(changelog(ws, name, rev)), read(posted(ws, name, rev - 1, "tree"))
     if rev > 1 and (ch or "").startswith(cover.NO_CHANGE) and prev != tree_id:
         raise StageError("%s changed since v%d but %s says no change: describe it (the "
@@ -384,7 +386,6 @@ def post_series(ws, name, recs, ident, below, work):
                 tree, "rev-parse", "HEAD")), below), work)
         print("  %s: b4 send -o %s: %d messages" % (name, outdir, send(ws, outdir)), flush=True)
         series = git(tree, "rev-list", "--reverse", "base..b4/" + name).split()
-    thread = outdir / "thread.mbox"
     shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
     shutil.copyfile(cover.cover_dir(ws, name) / "cover.txt", outdir / "cover.template.txt")
     lines = [proof(ws, [b["thread"] for b in below] + [thread], tree_id, work)]
@@ -397,11 +398,12 @@ def post_series(ws, name, recs, ident, below, work):
     (outdir / "proof.txt").write_text("posting %s v%d of tree %s\n%s\n" % (
         name, rev, tree_id, "\n".join(lines)))
     print("\n".join("  " + ln for ln in lines))
-    cov = thread_of(thread)[0]
-    return {"name": name, "revision": rev, "dir": outdir, "thread": thread, "tree": tree_id,
-            "commits": series, "msgid": cover_msgid(thread), "subject": TH.unfold(
-                cov[4]["Subject"]), "lint": [dict(zip(("name", "verdict", "detail"), c))
-                                             for c in checks]}
+    d = {"name": name, "revision": rev, "dir": str(outdir), "tree": tree_id,
+         "commits": series, "msgid": cover_msgid(thread), "subject": TH.unfold(
+             thread_of(thread)[0][4]["Subject"]), "lint": [dict(zip(("name", "verdict", "detail"),
+                                                                     c)) for c in checks]}
+    (outdir / "posting.json").write_text(json.dumps(d, indent=1) + "\n")
+    return {**d, "thread": thread}
 
 
 def stage_posting(ws, args):
@@ -421,8 +423,8 @@ def stage_posting(ws, args):
         fails = [c for d in done for c in d["lint"] if c["verdict"] == "fail"]
         st.passed = sum(1 + len(d["lint"]) + (d["revision"] > 1) for d in done) - len(fails)
         st.failed = len(fails)
-        st.details = {"series": [{k: str(v) if isinstance(v, Path) else v for k, v in d.items()}
-                                 for d in done], "sendable": sender.sendable(ident)}
+        st.details = {"series": [{**d, "thread": str(d["thread"])} for d in done],
+                      "sendable": sender.sendable(ident)}
         st.summary = "%s, proven%s" % (", ".join("%s v%d" % (d["name"], d["revision"])
                                                 for d in done), "" if sender.sendable(ident)
                                        else "; placeholder sender: NOT SENDABLE")

@@ -35,21 +35,20 @@ def comments(msgs):
     return out
 
 
-def with_threads(ws, mbox, tmp):
+def with_threads(ws, name, mbox, tmp):
     """MBOX, and if it holds no patch (a mail client's export of the
-    replies), the recorded threads of every series with it: b4 needs the
-    patches the replies answer."""
-    msgs = read_mbox(mbox)
-    if numbered(msgs):
-        return mbox, msgs
-    threads = [cover.posted(ws, s[0], r) for s in prep.plan(ws)
-               for r in cover.posted_revisions(ws, s[0])]
+    replies), series NAME's recorded threads with it: b4 needs the patches
+    the replies answer, of that series alone (b4 keys a mailbox's series
+    by revision)."""
+    if numbered(read_mbox(mbox)):
+        return mbox
+    threads = [cover.posted(ws, name, r) for r in cover.posted_revisions(ws, name)]
     if not threads:
-        raise StageError("%s holds replies only and no revision is recorded "
-                         "(cover-letter/*/posted/): save the whole thread" % mbox)
-    out = Path(tmp) / "thread.mbox"
+        raise StageError("%s holds replies only and %s has no recorded revision "
+                         "(cover-letter/%s/posted/): save the whole thread" % (mbox, name, name))
+    out = Path(tmp) / ("%s.mbox" % name)
     out.write_bytes(b"".join(Path(t).read_bytes() for t in threads) + Path(mbox).read_bytes())
-    return out, msgs
+    return out
 
 
 def stage_trailers(ws, args):
@@ -58,15 +57,21 @@ def stage_trailers(ws, args):
             tempfile.TemporaryDirectory() as tmp:
         if st.dirty:
             raise StageError("%s has uncommitted edits: commit them first" % ws.tree)
-        mbox, msgs = with_threads(ws, args.mbox, tmp) if args.mbox else (None, [])
+        msgs = read_mbox(args.mbox) if args.mbox else []
+        mboxes = {n: with_threads(ws, n, args.mbox, tmp) for n, *_ in prep.plan(ws)
+                  if args.mbox and (numbered(msgs) or cover.posted_revisions(ws, n))}
+        if args.mbox and not mboxes:
+            with_threads(ws, prep.plan(ws)[-1][0], args.mbox, tmp)   # says why
         lst = inbox.state(ws)
         print("  replies from %s" % (args.mbox or lst and lst["http"] or "b4's own "
                                      "b4.midmask/searchmask (lore, unless configured)"))
         before = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
         for name, *_ in prep.plan(ws):
+            if args.mbox and name not in mboxes:
+                continue
             with prep.on_branch(ws.tree, name):
-                out = b4(ws.tree, "trailers", "-u", *(["-m", mbox] if mbox else []),
-                         env=online_env(ws), online=not mbox, label="b4 trailers")
+                out = b4(ws.tree, "trailers", "-u", *(["-m", mboxes[name]] if args.mbox else []),
+                         env=online_env(ws), online=not args.mbox, label="b4 trailers")
             print("\n".join("  %s | %s" % (name, ln) for ln in out.splitlines()))
         after = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
         changed = sum(a != b for a, b in zip(after, before))
