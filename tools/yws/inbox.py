@@ -24,10 +24,13 @@ LISTS = {"linux-security-module@vger.kernel.org": "linux-security-module",
 MAIN = "linux-security-module"   # the inbox b4's midmask/searchmask point at
 
 
-def _alive(pid):     # a zombie's cmdline is empty, a reused pid's is another
+def _alive(pid):
+    """PID is a server of a list: not a zombie, not a reused pid (the cmdline is
+    empty while it execs or exits, then it is the list's)."""
     with contextlib.suppress(OSError):
-        cmdline = Path("/proc/%d/cmdline" % pid).read_bytes()
-        return b"public-inbox-httpd" in cmdline or b"smtp-sink" in cmdline
+        cmd, stat = (Path("/proc/%d/%s" % (pid, f)).read_bytes() for f in ("cmdline", "stat"))
+        return stat.rsplit(b")", 1)[1].split()[0] not in b"ZX" and (
+            not cmd or b"public-inbox-httpd" in cmd or b"smtp-sink" in cmd)
     return False
 
 
@@ -64,7 +67,7 @@ def start(ws, refuse=(), drop_after=None):
             run(["public-inbox-init", "-V2", "-L", "full", name, d / "inboxes" / name,
                  "http://127.0.0.1/%s/" % name, addr], env=env, log=d / "init.log")
         git(d, "config", "-f", d / "config", "publicinboxmda.spamcheck", "none")
-    cmds = {"httpd": ["public-inbox-httpd", "-W0", "-l", "http://0.0.0.0:%d" % ports["httpd"]],
+    cmds = {"httpd": ["public-inbox-httpd", "-W0", "-l", "http://127.0.0.1:%d" % ports["httpd"]],
             "smtp": [PYTHON, Path(__file__).parent / "smtp-sink", "--port", ports["smtp"], "--dir", d]
             + [f for a in LISTS for f in ("--list", a)] + [f for a in refuse for f in ("--refuse", a)]
             + (["--drop-after", drop_after] if drop_after is not None else [])}
@@ -101,7 +104,7 @@ def stop(ws):
             time.sleep(0.05)
     for pid in pids.values():
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)     # reaped, if it was our child (it is gone or dying)
+            os.waitpid(pid, os.WNOHANG)     # reaped, if it was our child
     f.unlink()
     return True
 

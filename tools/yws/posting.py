@@ -135,9 +135,9 @@ def below_section(below):
     """What @@BELOW@@ becomes: the series this one applies on, posted
     before it, by subject and Message-ID (prerequisite-message-id: is how
     later b4 names one; make review applies it first)."""
-    return "\n\n".join("This series applies on top of \"%s\", posted before it:\n"
-                       "https://lore.kernel.org/r/%s\nprerequisite-message-id: <%s>"
-                       % (d["subject"], d["msgid"], d["msgid"]) for d in below)
+    return "\n\n".join("This series applies on top of:\n  %s\n  https://lore.kernel.org/r/%s\n"
+                       "prerequisite-message-id: <%s>" % (d["subject"], d["msgid"], d["msgid"])
+                       for d in below)
 
 
 def compose_cover(ws, name, rev, subjects, testing, below):
@@ -418,7 +418,7 @@ def stage_posting(ws, args):
         prep.configure(ws, ws.tree)
         prep.restack(ws, ws.tree)
         done = []
-        for name, *_ in prep.plan(ws):
+        for name in prep.names(ws):
             done.append(post_series(ws, name, recs, ident, done, ws.dir("posting")))
         fails = [c for d in done for c in d["lint"] if c["verdict"] == "fail"]
         st.passed = sum(1 + len(d["lint"]) + (d["revision"] > 1) for d in done) - len(fails)

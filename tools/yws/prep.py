@@ -150,8 +150,9 @@ def patches(tree, rev="HEAD"):
 def plan(ws):
     """series/series: [(name, change-id, b4 prefixes, [patch files])]. A
     line "series NAME CHANGE-ID [PREFIX...]" starts the b4 prep branch
-    b4/NAME, stacked on the series before it."""
-    out = []
+    b4/NAME, stacked on the series before it (patches before any such line:
+    on the base, in no b4 series)."""
+    out = [(None, None, [], [])]
     try:
         lines = (ws.series / "series").read_text().splitlines()
     except FileNotFoundError:
@@ -162,12 +163,17 @@ def plan(ws):
             continue
         if w[0] == "series" and len(w) >= 3:
             out.append((w[1], w[2], w[3:], []))
-        elif out and len(w) == 1:
+        elif len(w) == 1:
             out[-1][3].append(ws.series / w[0])
         else:
-            raise StageError("series/series: %r: a patch before any line "
+            raise StageError("series/series: %r is neither a patch nor "
                              "\"series NAME CHANGE-ID [PREFIX...]\"" % ln)
-    return out
+    return out if out[0][3] else out[1:]
+
+
+def names(ws):
+    """The b4 series of series/series, bottom up."""
+    return [s[0] for s in plan(ws) if s[0]]
 
 
 def series_files(ws):
@@ -180,7 +186,8 @@ def build(ws, tree):
     stacked. The number of patches applied."""
     git(tree, "checkout", "-q", "-f", "--detach", "base")
     for name, cid, prefixes, files in plan(ws):
-        enroll(ws, tree, name, cid, prefixes)
+        if name:
+            enroll(ws, tree, name, cid, prefixes)
         apply_series(ws, tree, files)
     return len(series_files(ws))
 

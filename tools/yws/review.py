@@ -48,7 +48,7 @@ def fetch(ws, msgid, dest):
 
 
 def recorded(ws, msgid):
-    for name, *_ in prep.plan(ws):
+    for name in prep.names(ws):
         for r in cover.posted_revisions(ws, name):
             if posting.cover_msgid(cover.posted(ws, name, r)) == msgid:
                 return one_thread(cover.posted(ws, name, r))[0]

@@ -58,15 +58,15 @@ def stage_trailers(ws, args):
         if st.dirty:
             raise StageError("%s has uncommitted edits: commit them first" % ws.tree)
         msgs = read_mbox(args.mbox) if args.mbox else []
-        mboxes = {n: with_threads(ws, n, args.mbox, tmp) for n, *_ in prep.plan(ws)
+        mboxes = {n: with_threads(ws, n, args.mbox, tmp) for n in prep.names(ws)
                   if args.mbox and (numbered(msgs) or cover.posted_revisions(ws, n))}
         if args.mbox and not mboxes:
-            with_threads(ws, prep.plan(ws)[-1][0], args.mbox, tmp)   # says why
+            with_threads(ws, prep.names(ws)[-1], args.mbox, tmp)   # says why
         lst = inbox.state(ws)
         print("  replies from %s" % (args.mbox or lst and lst["http"] or "b4's own "
                                      "b4.midmask/searchmask (lore, unless configured)"))
         before = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
-        for name, *_ in prep.plan(ws):
+        for name in prep.names(ws):
             if args.mbox and name not in mboxes:
                 continue
             with prep.on_branch(ws.tree, name):
@@ -75,7 +75,7 @@ def stage_trailers(ws, args):
             print("\n".join("  %s | %s" % (name, ln) for ln in out.splitlines()))
         after = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
         changed = sum(a != b for a, b in zip(after, before))
-        for name, *_ in prep.plan(ws) if lst and not msgs else []:
+        for name in prep.names(ws) if lst and not msgs else []:
             for r in cover.posted_revisions(ws, name)[-1:]:
                 got = Path(tmp) / ("%s.mbox" % name)
                 got.write_bytes(inbox.archive(lst, cover_msgid(cover.posted(ws, name, r))) or b"")

@@ -157,7 +157,7 @@ def test_apply_series_names_the_patch_that_fails(ws):
     (ws.series / "0002-change-2.patch").write_text(
         (ws.series / "0002-change-2.patch").read_text().replace("-int a1;", "-int zz;"))
     with pytest.raises(StageError, match="0002-change-2.patch does not apply"):
-        prep.apply_series(ws, ws.tree)
+        prep.apply_series(ws, ws.tree, prep.series_files(ws))
     assert sh("git", "log", "-1", "--format=%s", cwd=ws.tree) == "change 1"
 
 
@@ -170,7 +170,8 @@ def test_tree_refuses_to_lose_unexported_work(ws, monkeypatch):
     with pytest.raises(StageError, match="make export, or FORCE=1"):
         prep._reuse_or_reset(ws, force=False)
     assert not prep._reuse_or_reset(ws, force=True)
-    assert sh("git", "log", "-1", "--format=%s", cwd=ws.tree) == "base"
+    assert prep.build(ws, ws.tree) == 2, "series/ again, the work dropped"
+    assert sh("git", "log", "-1", "--format=%s", cwd=ws.tree) == "change 2"
 
 
 def test_results_refuse_unknown_verdicts_and_read_garbage_as_none(ws):
