@@ -6,7 +6,7 @@
 PYTHON := /usr/bin/python3
 YWS = PYTHONPATH=tools $(PYTHON) -m yws $(if $(SENDER),--sender "$(SENDER)")
 STAGES := prep export round-trip series-check kunit selftests vfs-diff mutations \
-	bench posting send record-posting trailers check-debug test-tools clean \
+	bench posting send trailers check-debug test-tools clean \
 	list list-stop
 
 .PHONY: all check review help deps $(STAGES)
@@ -42,6 +42,6 @@ trailers:
 	@$(YWS) trailers "$(MBOX)"
 check-debug: deps
 	@$(YWS) run check-debug
-series-check kunit bench posting send record-posting round-trip test-tools clean export \
+series-check kunit bench posting send round-trip test-tools clean export \
 	list list-stop:
 	@$(YWS) $@

@@ -1,6 +1,6 @@
 """cover-letter/NAME/ of each series: the cover text, the changelog of each
 revision, and the revisions as posted (posted/vN.*, written by
-record-posting): the one home of "the last posted revision"."""
+make send): the one home of "the last posted revision"."""
 NO_CHANGE = "- No change since"
 
 

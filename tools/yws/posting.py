@@ -312,30 +312,19 @@ def lint(pats, rev, ident=None, cover_text=""):
 
 # ------------------------------------------------------------ range-diff
 def range_diff(ws, name, old_rev, new_mbox, out, work):
-    """b4 diff -m of the posted vOLD_REV of series NAME and NEW_MBOX into OUT. b4 rebuilds
-    each revision on the blobs its patches name: the current base's come
-    from the tree, vN's base's from cover-letter/posted/vN.preimage.tar.xz,
-    in a scratch repository in WORK (no old base needs to be installed)."""
-    repo = work / "range-diff.git"
-    if not (repo / "HEAD").exists():
-        run(["git", "init", "-q", "--bare", repo])
-        root = git(repo, "commit-tree", "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "-m", "root",
-                   env={"GIT_AUTHOR_DATE": "2010-06-21T00:00Z", "GIT_COMMITTER_DATE":
-                        "2010-06-21T00:00Z", "GIT_AUTHOR_NAME": "range-diff",
-                        "GIT_AUTHOR_EMAIL": "range-diff@localhost"})
-        git(repo, "update-ref", "HEAD", root)
-    objs = git(ws.tree, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    (repo / "objects" / "info" / "alternates").write_text(objs + "/objects\n")
-    pre = posted(ws, name, old_rev, "preimage.tar.xz")
+    """b4 diff -m of the posted vOLD_REV of series NAME and NEW_MBOX into OUT.
+    b4 rebuilds each revision on the blobs its patches name, from the tree's
+    objects: vN's base's are added from posted/vN.preimage.tar.xz (no old
+    base needs to be installed)."""
+    pre, tmp = posted(ws, name, old_rev, "preimage.tar.xz"), work / "preimage"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     if pre.exists():
-        tmp = work / "preimage"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
         run(["tar", "-xJf", pre, "-C", tmp], label="tar")
-        paths = "".join("%s\n" % p for p in tmp.rglob("*") if p.is_file())
-        git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths", input=paths)
+        git(ws.tree, "hash-object", "-w", "--no-filters", "--stdin-paths",
+            input="".join("%s\n" % p for p in tmp.rglob("*") if p.is_file()))
     out.unlink(missing_ok=True)
-    b4(work, "diff", "-g", repo, "-m", posted(ws, name, old_rev), new_mbox, "-o", out,
+    b4(work, "diff", "-g", ws.tree, "-m", posted(ws, name, old_rev), new_mbox, "-o", out,
        env=SCRATCH, label="b4 diff")
     if not out.exists() or not out.stat().st_size:
         raise StageError("b4 diff -m v%d.mbox %s wrote nothing" % (old_rev, new_mbox))
@@ -463,22 +452,7 @@ def unposted(ws):
             if not posted(ws, d["name"], d["revision"]).exists()]
 
 
-def stage_record(ws, args):
-    with Stage(ws, "record-posting") as st:
-        todo = unposted(ws)
-        if not todo:
-            raise StageError("every series of the posting is recorded already")
-        for d in todo:
-            print("  " + record(ws, d))
-        st.passed, st.summary = len(todo), ", ".join(
-            "%s v%d" % (d["name"], d["revision"]) for d in todo) + " recorded"
-    return st.exit_code
-
-
 COMMANDS = {
     "posting": ("each series: cover-letter/NAME/ + b4 send -o -> out/posting/NAME/vN/, "
                 "proven (git am = the tree), linted, range-diffed", None, stage_posting),
-    "record-posting": ("keep out/posting/NAME/vN as posted (cover-letter/NAME/posted/) for "
-                       "each series not recorded yet (make send does it after sending)",
-                       None, stage_record),
 }

@@ -78,7 +78,7 @@ def fresh(ws, stage, argv=None):
     """(result, None) when STAGE's last result holds for the author's tree
     and the workspace's code as they are now (and ARGV), else (None, why).
     The one freshness rule: the runner's reuse, the posting's Testing
-    section, range-diff and record-posting all ask it."""
+    section, the review and make send all ask it."""
     from .ws import changed_paths, tree_state, workspace_id
     rec = read(ws.results, stage)
     now = {"tree": tree_state(ws.tree)[0] if (ws.tree / ".git").exists() else None,

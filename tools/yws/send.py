@@ -1,11 +1,10 @@
-"""make send: each series of the proven posting that is not recorded yet,
-in order, its messages as they are (b4 send would make new Message-IDs and
-dates: what the proof applied would not be what went out), one by one over
-the SMTP connection b4 sets up from git's sendemail.* (b4.get_smtp): the
-local list's while it runs, else the user's own. A message the server
-refuses or a connection that drops stops the send; out/posting/NAME/vN/sent
-keeps what went out, and make send resumes after it. A series sent whole
-is recorded as posted (what make record-posting does)."""
+"""make send: each series of the proven posting not recorded yet, in
+order, its messages as they are (b4 send would make new Message-IDs and
+dates: what the proof applied would not be what goes out), over the SMTP
+connection b4 sets up from git's sendemail.* (b4.get_smtp): the local
+list's while it runs, else the user's. A refused recipient or a dropped
+connection stops it; out/posting/NAME/vN/sent keeps what went out, make
+send resumes after it. A series sent whole is recorded as posted."""
 import contextlib
 import email
 import email.utils
@@ -21,7 +20,7 @@ from .ws import Stage, StageError, git, git_env
 
 @contextlib.contextmanager
 def b4_in(tree, env):
-    """b4's library in TREE with ENV's git config (its caches reset)."""
+    """b4's library in TREE with ENV (its config caches reset)."""
     old_env, old_cwd = dict(os.environ), os.getcwd()
     os.environ.update(env)
     os.chdir(tree)
@@ -41,53 +40,50 @@ def destination(ws, ident):
     if lst:
         return inbox.config(lst), "the local list (SMTP 127.0.0.1:%d, archive %s); to send " \
             "for real: make list-stop, then make send" % (lst["smtp_port"], lst["http"])
-    pairs = [tuple(ln.split(" ", 1)) for ln in git(
-        ws.root, "config", "--global", "--get-regexp", r"^sendemail\.", check=False).splitlines()
-        if " " in ln]
-    if not dict(pairs).get("sendemail.smtpserver"):
+    pairs = dict(ln.split(" ", 1) for ln in git(ws.root, "config", "--global", "--get-regexp",
+                                                r"^sendemail\.", check=False).splitlines())
+    if not pairs.get("sendemail.smtpserver"):
         raise StageError("no local list runs (make list) and git has no sendemail.smtpserver: "
                          "set yours (README, Sending) to send for real")
-    why = sender.placeholder_reasons(ident[1])
-    if why:
-        raise StageError("the sender %s <%s> is a placeholder (%s): it may send only to the "
-                         "local list (make list)" % (ident[0], ident[1], "; ".join(why)))
-    return pairs, "%s (git config --global sendemail.*)" % dict(pairs)["sendemail.smtpserver"]
+    if sender.placeholder_reasons(ident[1]):
+        raise StageError("the sender %s <%s> is a placeholder (%s): it sends to the local list "
+                         "only (make list)" % (*ident[:2], "; ".join(
+                             sender.placeholder_reasons(ident[1]))))
+    return list(pairs.items()), "%s (git config --global sendemail.*)" % pairs[
+        "sendemail.smtpserver"]
 
 
 def send_series(ws, d, pairs):
-    """The messages of posting D not sent yet, in order; the number sent."""
-    outdir = Path(d["dir"])
-    log = outdir / "sent"
+    """The messages of posting D not sent yet, in order; how many went out."""
+    log, n = Path(d["dir"]) / "sent", 0
     done = log.read_text().split() if log.exists() else []
-    emls = sorted(outdir.glob("*.eml"))
-    n = 0
+    emls = sorted(Path(d["dir"]).glob("*.eml"))
+    where = "%s v%d: message %%d/%d (%%s)" % (d["name"], d["revision"], len(emls))
     with b4_in(ws.tree, git_env(pairs)):
         smtp, frm = b4.get_smtp()
         if isinstance(smtp, list):
-            raise StageError("sendemail.smtpserver is a command (%s): make send speaks SMTP "
-                             "to a server" % " ".join(smtp))
+            raise StageError("sendemail.smtpserver is a command (%s): make send speaks SMTP"
+                             % " ".join(smtp))
         for i, p in enumerate(emls, 1):
             msg = email.message_from_bytes(p.read_bytes())
             if msg["Message-ID"] in done:
                 continue
             rcpts = sorted({a for _, a in email.utils.getaddresses(
                 msg.get_all("To", []) + msg.get_all("Cc", []))})
-            data = p.read_bytes().replace(b"\r\n", b"\n")
             try:
-                refused = smtp.sendmail(frm, rcpts, data.replace(b"\n", b"\r\n"))
+                refused = smtp.sendmail(frm, rcpts, p.read_bytes().replace(
+                    b"\r\n", b"\n").replace(b"\n", b"\r\n"))
             except (smtplib.SMTPException, OSError) as e:
-                raise StageError("%s v%d: message %d/%d (%s) was NOT sent: %s; %d sent before it "
-                                 "(%s); make send resumes with it" % (
-                                     d["name"], d["revision"], i, len(emls), p.name, e,
-                                     len(done) + n, log))
+                raise StageError("%s was NOT sent: %s; %d sent before it (%s); make send "
+                                 "resumes with it" % (where % (i, p.name), e, len(done) + n, log))
             with log.open("a") as f:
                 f.write(msg["Message-ID"] + "\n")
             n += 1
-            print("  sent %s" % p.name, flush=True)
+            print("  sent " + p.name, flush=True)
             if refused:
-                raise StageError("%s v%d: message %d/%d (%s) went out, except to %s; messages "
-                                 "after it were NOT sent; make send resumes with the next" % (
-                                     d["name"], d["revision"], i, len(emls), p.name, "; ".join(
+                raise StageError("%s went out, except to %s; the messages after it were NOT "
+                                 "sent; make send resumes with the next" % (
+                                     where % (i, p.name), "; ".join(
                                          "%s (%d %s)" % (a, c, m.decode(errors="replace"))
                                          for a, (c, m) in refused.items())))
         smtp.quit()

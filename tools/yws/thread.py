@@ -1,13 +1,10 @@
-"""A posted thread as an mbox: its [PATCH n/M] messages, their text, and
-b4 am / git am of it."""
-import email.generator
-import email.policy
-import io
+"""A posted thread as an mbox (Python's mailbox): its [PATCH n/M]
+messages, their text, and b4 am / git am of it."""
+import mailbox
 import re
 import shutil
 
 from .ws import COMMITTER, SCRATCH, StageError, git, run
-
 
 SUBJ = re.compile(r"^\[(?:PATCH|RFC)(?: ([^\]]*?))? ?(\d+)/(\d+)\] *(.*)$")
 
@@ -40,32 +37,24 @@ def text(m):
 
 
 def read_mbox(path):
-    """The messages of the mbox PATH, CRLF and folded headers undone."""
+    """The messages of the mbox PATH; a file that is no mbox is refused."""
     try:
-        data = open(path, "rb").read().replace(b"\r\n", b"\n")
+        with open(path, "rb") as f:
+            if f.read(5) != b"From ":
+                raise StageError("%s is not an mbox (no 'From ' line at its start)" % path)
     except OSError as e:
         raise StageError("cannot read %s: %s" % (path, e))
-    if not data.startswith(b"From "):
-        raise StageError("%s is not an mbox (no 'From ' line at its start)" % path)
-    msgs = []
-    for chunk in re.split(rb"(?m)^From .*\n", data)[1:]:
-        m = email.message_from_bytes(chunk, policy=email.policy.compat32)
-        for k in set(m.keys()):
-            vals = m.get_all(k)
-            del m[k]
-            for v in vals:
-                m[k] = unfold(v)
-        msgs.append(m)
-    return msgs
+    return list(mailbox.mbox(path, create=False))
 
 
 def write_mbox(msgs, path):
-    with open(path, "wb") as f:
-        for m in msgs:
-            buf = io.BytesIO()
-            email.generator.BytesGenerator(buf, mangle_from_=True, maxheaderlen=0).flatten(m)
-            f.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" +
-                    buf.getvalue().rstrip(b"\n") + b"\n\n")
+    """MSGS into the mbox PATH, Subject: unfolded (b4 0.12's am -m crashes on a folded one)."""
+    box = mailbox.mbox(path)
+    box.clear()
+    for m in msgs:
+        m.replace_header("Subject", unfold(m["Subject"]))
+        box.add(m)
+    box.close()
 
 
 def one_thread(path):

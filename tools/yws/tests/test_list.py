@@ -168,7 +168,7 @@ def test_trailers_from_an_mbox_of_replies_only(ws, tmp_path):
     assert trailers.stage_trailers(ws, argparse.Namespace(mbox=str(mbox))) == 1
     assert "holds replies only and yama-lsm has no recorded revision" in summary(ws, "trailers")
     assert msgs_of(ws, "yama-lsm") == before, "nothing changed"
-    assert posting.stage_record(ws, None) == 0
+    assert [posting.record(ws, d) for d in posting.unposted(ws)]
     assert trailers.stage_trailers(ws, argparse.Namespace(mbox=str(mbox))) == 0
     assert "Reviewed-by: Kees Cook" in msgs_of(ws, "yama-lsm")["yama: first change"]
 

@@ -1,6 +1,7 @@
 """b4prep, posting, mail: a tiny kernel-like tree made b4's prep branch,
 posted with the real b4 0.12 (b4 send -o writes, never sends), proven."""
 import argparse
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from yws import cover as CV, posting, prep, results, sender, thread as TH
-from yws.ws import StageError, Workspace, git, tree_state, workspace_id
+from yws.ws import StageError, Workspace, git, git_env, tree_state, workspace_id
 
 ROOT = Path(__file__).resolve().parents[3]
 ME = "Ann Dev <ann@kernel.org>"
@@ -269,7 +270,7 @@ def test_record_then_v2_with_changelog_and_range_diff(posted, monkeypatch):
     """Also on a machine whose user has no git identity (b4 diff commits)."""
     ws = posted
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    assert posting.stage_record(ws, None) == 0
+    assert [posting.record(ws, d) for d in posting.unposted(ws)]
     cl = ws.root / "cover-letter" / "yama-lsm"
     assert (cl / "posted" / "v1.mbox").exists() and (cl / "posted" / "v1.tree").exists()
     assert (ws.root / "cover-letter" / "yama-fixes" / "posted" / "v1.mbox").exists()
@@ -286,3 +287,18 @@ def test_record_then_v2_with_changelog_and_range_diff(posted, monkeypatch):
     fixes_v1 = posting.cover_msgid(ws.root / "cover-letter" / "yama-fixes" / "posted" / "v1.mbox")
     assert "prerequisite-message-id: <%s>" % fixes_v1 in cover, "v2 names the fixes as sent"
     assert "yama: third change" in (v2 / "range-diff-v1.txt").read_text()
+
+
+def test_an_edit_made_with_b4_prep_edit_cover_is_refused_not_lost(posted, tmp_path):
+    ws = posted
+    editor = tmp_path / "editor"
+    editor.write_text("#!/bin/sh\necho 'My own line.' >> \"$1\"\n")
+    editor.chmod(0o755)
+    subprocess.run(["b4", "prep", "--edit-cover"], cwd=ws.tree, check=True, capture_output=True,
+                   env={**os.environ, **git_env([("core.editor", str(editor))])}, timeout=60)
+    fake_results(ws)
+    assert post(ws) == 1
+    why = results.read(ws.results, "posting")["summary"]
+    assert "b4/yama-lsm was edited after the posting wrote it" in why
+    assert "cover-letter/yama-lsm/cover.txt" in why
+    assert "My own line." in posting.cover_message(ws.tree), "the edit is still there"
