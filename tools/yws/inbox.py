@@ -6,6 +6,7 @@ import json
 import mailbox as maildir
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -62,11 +63,14 @@ def start(ws, refuse=(), drop_after=None):
         return st
     d, ports = ws.dir("list"), {"httpd": _port(), "smtp": _port()}
     env = {"PI_CONFIG": str(d / "config"), "PI_EMERGENCY": str(d / "emergency")}
-    if not (d / "config").exists():
+    if not (d / "config").exists():     # all inboxes or none: made under config.new
+        shutil.rmtree(d / "inboxes", ignore_errors=True)
         for addr, name in LISTS.items():
             run(["public-inbox-init", "-V2", "-L", "full", name, d / "inboxes" / name,
-                 "http://127.0.0.1/%s/" % name, addr], env=env, log=d / "init.log")
-        git(d, "config", "-f", d / "config", "publicinboxmda.spamcheck", "none")
+                 "http://127.0.0.1/%s/" % name, addr], log=d / "init.log",
+                env={**env, "PI_CONFIG": str(d / "config.new")})
+        git(d, "config", "-f", d / "config.new", "publicinboxmda.spamcheck", "none")
+        os.rename(d / "config.new", d / "config")
     cmds = {"httpd": ["public-inbox-httpd", "-W0", "-l", "http://127.0.0.1:%d" % ports["httpd"]],
             "smtp": [PYTHON, Path(__file__).parent / "smtp-sink", "--port", ports["smtp"], "--dir", d]
             + [f for a in LISTS for f in ("--list", a)] + [f for a in refuse for f in ("--refuse", a)]
@@ -78,7 +82,7 @@ def start(ws, refuse=(), drop_after=None):
             st["pids"][name] = subprocess.Popen(
                 list(map(str, cmd)), env={**os.environ, **env}, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=log, start_new_session=True).pid
-    (d / "state.json").write_text(json.dumps(st, indent=1) + "\n")
+        (d / "state.json").write_text(json.dumps(st, indent=1) + "\n")   # stop() finds it
     deadline = time.time() + 10
     while not all(map(_listens, ports.values())):
         if time.time() > deadline or not all(map(_alive, st["pids"].values())):
@@ -113,7 +117,8 @@ def config(st):
     url = "%s/%s/" % (st["http"], MAIN)
     return [("b4.midmask", url + "%s"), ("b4.linkmask", url + "%s/"),
             ("b4.searchmask", url + "?x=m&t=1&q=%s"), ("b4.cache-expire", "0"),
-            ("sendemail.smtpserver", "127.0.0.1"), ("sendemail.smtpserverport", str(st["smtp_port"]))]
+            ("sendemail.smtpserver", "127.0.0.1"), ("sendemail.smtpserverport", str(st["smtp_port"])),
+            ("sendemail.smtpencryption", ""), ("sendemail.smtpuser", ""), ("sendemail.from", "")]
 
 
 def mailbox(ws, addr):     # Maildir keys start with seconds.Mmicroseconds

@@ -5,7 +5,9 @@ results of this very tree, the proof (git am of the threads onto a fresh
 base gives the series' tree), the lint of the thread, and the range-diff
 against the last posted revision. make send sends these very messages."""
 import email.utils
+import hashlib
 import json
+import os
 import re
 import shutil
 import textwrap
@@ -59,12 +61,12 @@ def label(argv):
     return "`yws %s`: %s" % (" ".join(argv), commands()[argv[0]][0])
 
 
-def testing_section(recs, tree_id, stacked):
-    out = [fill("Testing (by the workspace; every result below is of tree %s, the tree "
-                "of the base with %s):" % (tree_id[:12], "these patches" if not stacked else
-                                           "these patches and the series posted after them; "
-                                           "series-check builds and checks each patch on "
-                                           "its own"), ""), ""]
+def testing_section(recs, tree_id, whole):
+    """The Testing section: every result is of tree TREE_ID, the base with
+    WHOLE (the series stacked up to the top one)."""
+    out = [fill("Testing (by the workspace; every result below is of tree %s, the base with "
+                "%s; series-check builds and checks each of its patches on its own):"
+                % (tree_id[:12], whole), ""), ""]
     for s in {**TESTED, **OPTIONAL}:
         r = recs.get(s)
         if r:
@@ -131,13 +133,16 @@ def changes_section(ws, name, rev, subjects):
     return "\n\n".join(parts)
 
 
+BELOW = "This series applies on top of:\n  %s\n  https://lore.kernel.org/r/%s"
+PREREQ = re.compile(r"(?m)^This series applies on top of:\n.*\n +https://\S+/r/(\S+)$")
+
+
 def below_section(below):
     """What @@BELOW@@ becomes: the series this one applies on, posted
-    before it, by subject and Message-ID (prerequisite-message-id: is how
-    later b4 names one; make review applies it first)."""
-    return "\n\n".join("This series applies on top of:\n  %s\n  https://lore.kernel.org/r/%s\n"
-                       "prerequisite-message-id: <%s>" % (d["subject"], d["msgid"], d["msgid"])
-                       for d in below)
+    before it, by subject and link (make review applies it first). Not a
+    "prerequisite-message-id: <id>" line: b4 0.12 reads that as a trailer
+    and puts the Message-ID on Cc."""
+    return "\n\n".join(BELOW % (d["subject"], d["msgid"]) for d in below)
 
 
 def compose_cover(ws, name, rev, subjects, testing, below):
@@ -369,10 +374,12 @@ def post_series(ws, name, recs, ident, below, work):
                              name, rev - 1, changelog(ws, name, rev)))
     commits = prep.layout(tree, tip)[-1][2]
     subjects = [git(tree, "log", "-1", "--format=%s", c) for c in commits]
+    whole = " + ".join(prep.names(ws))
+    testing = testing_section(recs, recs["kunit"]["tree"], whole if whole == name else
+                              "%s (these patches come first; the tests are in the series "
+                              "on top)" % whole)
     with prep.on_branch(tree, name):
-        put_cover(ws, name, rev, compose_cover(
-            ws, name, rev, subjects, testing_section(recs, recs["kunit"]["tree"], tip != git(
-                tree, "rev-parse", "HEAD")), below), work)
+        put_cover(ws, name, rev, compose_cover(ws, name, rev, subjects, testing, below), work)
         print("  %s: b4 send -o %s: %d messages" % (name, outdir, send(ws, outdir)), flush=True)
         series = git(tree, "rev-list", "--reverse", "base..b4/" + name).split()
     shutil.copyfile(work / "cover.txt", outdir / "cover.txt")
@@ -388,7 +395,9 @@ def post_series(ws, name, recs, ident, below, work):
         name, rev, tree_id, "\n".join(lines)))
     print("\n".join("  " + ln for ln in lines))
     d = {"name": name, "revision": rev, "dir": str(outdir), "tree": tree_id,
-         "commits": series, "msgid": cover_msgid(thread), "subject": TH.unfold(
+         "commits": series, "msgid": cover_msgid(thread), "sha256": {
+             p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in outdir.glob("*.eml")},
+         "subject": TH.unfold(
              thread_of(thread)[0][4]["Subject"]), "lint": [dict(zip(("name", "verdict", "detail"),
                                                                      c)) for c in checks]}
     (outdir / "posting.json").write_text(json.dumps(d, indent=1) + "\n")
@@ -423,22 +432,24 @@ def stage_posting(ws, args):
 
 
 def record(ws, d):
-    """Keep the posting D of one series as posted (cover-letter/NAME/posted/)."""
+    """Keep the posting D of one series as posted (cover-letter/NAME/posted/);
+    vN.mbox, which makes vN posted, is written last."""
     name, rev, thread = d["name"], d["revision"], d["thread"]
     posted(ws, name, rev).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(thread, posted(ws, name, rev))
     posted(ws, name, rev, "tree").write_text(d["tree"] + "\n")
     shutil.copyfile(d["dir"] + "/cover.template.txt", posted(ws, name, rev, "cover.txt"))
     git(ws.tree, "-c", "tar.tar.xz.command=xz -9 -c", "archive", "--format=tar.xz",
-        "-o", posted(ws, name, rev, "preimage.tar.xz"), "base", "--",
-        *preimage_files(posted(ws, name, rev)))
+        "-o", posted(ws, name, rev, "preimage.tar.xz"),
+        prep.layout(ws.tree, "b4/" + name)[-1][0] + "^", "--", *preimage_files(thread))
     cur, nxt = changelog(ws, name, rev), changelog(ws, name, rev + 1)
     if REF.search(read(cur) or ""):
-        subjects = [p[3] for p in thread_of(posted(ws, name, rev)) if p[0]]
+        subjects = [p[3] for p in thread_of(thread) if p[0]]
         cur.write_text(rewrap_entries(resolve_refs(read(cur), subjects)) + "\n")
     if not nxt.exists():
         nxt.parent.mkdir(parents=True, exist_ok=True)
         nxt.write_text("%s v%d yet.\n" % (cover.NO_CHANGE, rev))
+    shutil.copyfile(thread, str(posted(ws, name, rev)) + ".new")
+    os.rename(str(posted(ws, name, rev)) + ".new", posted(ws, name, rev))
     return "%s v%d recorded (cover <%s>); the next posting is v%d: commit cover-letter/" % (
         name, rev, d["msgid"], rev + 1)
 

@@ -1,8 +1,9 @@
-"""make prep: the author's tree (author/, default --tree) as b4's prep
-branch b4/yama-lsm: the base commit (tag "base"), b4's cover commit (the
-text of cover-letter/ and b4's tracking data: change-id and revision), then
-the series. series/ is the repository's record of the series: `export`
-writes it from the tree, `round-trip` proves it exact.
+"""make prep: the author's tree (author/, default --tree): on the base
+commit (tag "base"), each series of series/series as a b4 prep branch
+b4/NAME, stacked (b4's cover commit, with the series' change-id and
+prefixes, then its patches); HEAD is the top one. series/ is the
+repository's record of the series: `export` writes it from the tree,
+`round-trip` proves it exact.
 """
 import contextlib
 import hashlib
@@ -354,10 +355,11 @@ def _force(p):
 
 
 COMMANDS = {
-    "prep": ("the author's tree (author/): the base, b4's cover commit and series/ "
+    "prep": ("the author's tree (author/): the base, each series as a b4 prep branch "
              "(kept when it is series/; FORCE=1 takes series/ over work not in it)",
              _force, stage_prep),
-    "export": ("write the tree's commits (after the cover commit) into series/", None, stage_export),
+    "export": ("write the tree's commits (not b4's cover commits) into series/", None,
+               stage_export),
     "round-trip": ("series/ is byte for byte what export writes from the tree", None,
                    stage_round_trip),
 }

@@ -6,7 +6,6 @@ the posting's lint; the range-diff against the revision before it (b4 diff
 finds it on the archive by change-id; offline, the recorded one). The
 runner then runs the stages on the applied tree."""
 import os
-import re
 import signal
 import time
 
@@ -15,7 +14,6 @@ from .thread import b4_am, git_am, one_thread, text, write_mbox
 from .ws import SCRATCH_PAIRS, Stage, StageError, b4, git, git_env
 
 STAGES = ["series-check", "kunit", "selftests"]   # what the runner runs on the applied thread
-PREREQ = re.compile(r"(?m)^prerequisite-message-id: *<([^>\s]+)>")
 
 
 def workspace(ws):
@@ -91,7 +89,7 @@ def stage_review(ws, args):
         pats = fetch(ws, args.msgid, top / "thread") if args.msgid else one_thread(args.mbox)[0]
         deps.base_tree(ws, rws.tree)
         git(rws.tree, "checkout", "-q", "-B", "review")
-        first = PREREQ.findall(text(pats[0][4])) if pats[0][0] == 0 else []
+        first = posting.PREREQ.findall(text(pats[0][4])) if pats[0][0] == 0 else []
         for i, m in enumerate(first):
             apply(ws, rws, fetch(ws, m, top / ("prereq%d" % i)) if args.msgid else
                   recorded(ws, m), top, "prereq%d" % i)

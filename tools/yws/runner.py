@@ -15,7 +15,7 @@ import subprocess
 import time
 import xml.etree.ElementTree as ET
 
-from . import results, review
+from . import inbox, results, review
 from .ws import PYTHON, ROOT, Stage, StageError, run, tree_state, workspace_id
 
 # (stage, arguments[, the result it publishes when not its own name])
@@ -102,7 +102,14 @@ def run_review(ws, args):
 
 
 def clean(ws, args):
-    """Remove build/ and out/; the author's tree is not under them."""
+    """Remove build/ and out/ (the local list stopped first); the author's
+    tree is not under them. A partly sent posting is kept: make send resumes it."""
+    half = [str(p.parent) for p in ws.out.glob("posting/*/v*/sent")
+            if not (ws.root / "cover-letter" / p.parent.parent.name / "posted" /
+                    (p.parent.name + ".mbox")).exists()]
+    if half:
+        raise StageError("%s is partly sent: make send sends the rest first" % half[0])
+    inbox.stop(ws)
     for d in (ws.build, ws.out):
         shutil.rmtree(d, ignore_errors=True)
     print("removed %s and %s (the author's tree %s stays)" % (ws.build, ws.out, ws.tree))

@@ -8,6 +8,7 @@ send resumes after it. A series sent whole is recorded as posted."""
 import contextlib
 import email
 import email.utils
+import hashlib
 import os
 import smtplib
 from pathlib import Path
@@ -34,8 +35,8 @@ def b4_in(tree, env):
         b4.SENDEMAIL_CONFIG = b4.USER_CONFIG = b4.MAIN_CONFIG = None
 
 
-def destination(ws, ident):
-    """(git config pairs, where) the messages go."""
+def destination(ws, frm):
+    """(git config pairs, where) the messages From: FRM go."""
     lst = inbox.state(ws)
     if lst:
         return inbox.config(lst), "the local list (SMTP 127.0.0.1:%d, archive %s); to send " \
@@ -45,10 +46,10 @@ def destination(ws, ident):
     if not pairs.get("sendemail.smtpserver"):
         raise StageError("no local list runs (make list) and git has no sendemail.smtpserver: "
                          "set yours (README, Sending) to send for real")
-    if sender.placeholder_reasons(ident[1]):
-        raise StageError("the sender %s <%s> is a placeholder (%s): it sends to the local list "
-                         "only (make list)" % (*ident[:2], "; ".join(
-                             sender.placeholder_reasons(ident[1]))))
+    if sender.placeholder_reasons(frm):
+        raise StageError("the posting is From: %s, a placeholder (%s): it goes to the local list "
+                         "only (make list); with a real identity, make again, then make send"
+                         % (frm, "; ".join(sender.placeholder_reasons(frm))))
     return list(pairs.items()), "%s (git config --global sendemail.*)" % pairs[
         "sendemail.smtpserver"]
 
@@ -61,13 +62,17 @@ def send_series(ws, d, pairs):
     where = "%s v%d: message %%d/%d (%%s)" % (d["name"], d["revision"], len(emls))
     with b4_in(ws.tree, git_env(pairs)):
         smtp, frm = b4.get_smtp()
-        if isinstance(smtp, list):
-            raise StageError("sendemail.smtpserver is a command (%s): make send speaks SMTP"
-                             % " ".join(smtp))
+    if isinstance(smtp, list):
+        raise StageError("sendemail.smtpserver is a command (%s): make send speaks SMTP"
+                         % " ".join(smtp))
+    with contextlib.closing(smtp):
         for i, p in enumerate(emls, 1):
             msg = email.message_from_bytes(p.read_bytes())
             if msg["Message-ID"] in done:
                 continue
+            if hashlib.sha256(p.read_bytes()).hexdigest() != d["sha256"].get(p.name):
+                raise StageError("%s is not the message the posting proved: make, then "
+                                 "make send" % p)
             rcpts = sorted({a for _, a in email.utils.getaddresses(
                 msg.get_all("To", []) + msg.get_all("Cc", []))})
             try:
@@ -91,7 +96,6 @@ def send_series(ws, d, pairs):
 
 
 def stage_send(ws, args):
-    ident = sender.identity(ws)
     with Stage(ws, "send") as st:
         todo = posting.unposted(ws)
         if not todo:
@@ -101,7 +105,9 @@ def stage_send(ws, args):
                     d["commits"]:
                 raise StageError("b4/%s changed since its posting was proven: make, then make "
                                  "send" % d["name"])
-        pairs, where = destination(ws, ident)
+        first = sorted(Path(todo[0]["dir"]).glob("*.eml"))[0]
+        pairs, where = destination(ws, email.utils.parseaddr(
+            email.message_from_bytes(first.read_bytes())["From"])[1])
         print("  sending %s to %s" % (", ".join("%s v%d" % (d["name"], d["revision"])
                                                 for d in todo), where), flush=True)
         for d in todo:

@@ -14,6 +14,14 @@ def sh(*cmd, cwd=None):
                           text=True).stdout.strip()
 
 
+@pytest.fixture(autouse=True)
+def own_git_config(tmp_path, monkeypatch):
+    """No test reads the developer's git config: no SMTP server of theirs
+    (make send), no identity hiding a bug of a user who has none."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
 @pytest.fixture
 def repo(tmp_path):
     """A tiny git tree: tag "base", two commits on top."""

@@ -80,6 +80,8 @@ def test_the_whole_loop_on_the_local_list(ws):
         p[4]["Message-ID"] for p in fixes]
     for name in ("yama-fixes", "yama-lsm"):
         assert CV.posted_revisions(ws, name) == [1]
+    people = sorted(p.name for p in (ws.build / "list" / "mail").iterdir())
+    assert people == ["ann@kernel.org", "kees@kernel.org"], "no Message-ID among the recipients"
     # the maintainer: the link series by message-id, its prerequisite first
     cid = link[0][4]["Message-ID"].strip("<>")
     assert review.stage_review(ws, argparse.Namespace(msgid=cid, mbox=None)) == 0
@@ -218,7 +220,11 @@ def test_send_when_the_list_is_not_running_or_the_sender_is_a_placeholder(ws, mo
     assert sent(ws) == 1 and "sendemail.smtpserver" in summary(ws, "send")
     git(ws.root, "config", "--global", "sendemail.smtpserver", "smtp.example.org")
     ws.sender = "Seed <maintainers@users.noreply.a-seed.example>"
-    assert sent(ws) == 1 and "placeholder" in summary(ws, "send")
+    git(ws.tree, "config", "user.email", "maintainers@users.noreply.a-seed.example")
+    shutil.rmtree(ws.out / "posting")
+    assert post(ws) == 0, "a placeholder posts, with its warning"
+    assert sent(ws) == 1 and "is From: maintainers@users.noreply.a-seed.example, a " \
+        "placeholder" in summary(ws, "send"), "refused before any connection"
     assert not CV.posted_revisions(ws, "yama-fixes")
 
 

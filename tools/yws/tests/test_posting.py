@@ -182,7 +182,8 @@ def test_posting_is_b4_send_and_proven(posted):
     assert str(fixes[0][4]["Subject"]).startswith("[PATCH 0/2] yama: one fix")
     assert "Kees Cook <kees@kernel.org>" in fixes[0][4]["To"]
     fmsgid = fixes[0][4]["Message-ID"].strip("<>")
-    assert "prerequisite-message-id: <%s>" % fmsgid in cover and "yama: one fix" in cover
+    assert posting.PREREQ.findall(cover) == [fmsgid] and "yama: one fix" in cover
+    assert fmsgid not in thread[0][4]["Cc"], "b4 took it for an address once"
     rec = results.read(ws.results, "posting")
     assert rec["verdict"] == "pass" and rec["tree"] == tid and rec["details"]["sendable"]
     assert [d["name"] for d in rec["details"]["series"]] == ["yama-fixes", "yama-lsm"]
@@ -285,7 +286,7 @@ def test_record_then_v2_with_changelog_and_range_diff(posted, monkeypatch):
     cover = TH.text(posting.thread_of(v2 / "thread.mbox")[0][4])
     assert "Changes in v2:\n- Added 3/3." in cover and "Link to v1: https://lore" in cover
     fixes_v1 = posting.cover_msgid(ws.root / "cover-letter" / "yama-fixes" / "posted" / "v1.mbox")
-    assert "prerequisite-message-id: <%s>" % fixes_v1 in cover, "v2 names the fixes as sent"
+    assert posting.PREREQ.findall(cover) == [fixes_v1], "v2 names the fixes as sent"
     assert "yama: third change" in (v2 / "range-diff-v1.txt").read_text()
 
 
