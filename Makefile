@@ -18,7 +18,7 @@ check: deps
 	@$(YWS) run check
 
 review: deps
-	@$(YWS) run review $(if $(MSGID),--msgid "$(MSGID)") "$(MBOX)"
+	@$(YWS) run review $(if $(MSGID),--msgid "$(MSGID)") $(if $(MBOX),"$(MBOX)")
 
 help:
 	@$(YWS) help

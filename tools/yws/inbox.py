@@ -21,7 +21,9 @@ from .ws import PYTHON, StageError, git, run
 LISTS = {"linux-security-module@vger.kernel.org": "linux-security-module",
          "linux-fsdevel@vger.kernel.org": "linux-fsdevel",
          "selinux@vger.kernel.org": "selinux", "bpf@vger.kernel.org": "bpf",
-         "stable@vger.kernel.org": "stable", "linux-kernel@vger.kernel.org": "linux-kernel"}
+         "stable@vger.kernel.org": "stable", "linux-kernel@vger.kernel.org": "linux-kernel",
+         "linux-doc@vger.kernel.org": "linux-doc",
+         "linux-kselftest@vger.kernel.org": "linux-kselftest"}
 MAIN = "linux-security-module"   # the inbox b4's midmask/searchmask point at
 
 
@@ -139,8 +141,25 @@ def archive(st, msgid):
     return None
 
 
+def seed(ws, st):
+    """The revisions recorded as posted (cover-letter/*/posted/) into the
+    archive of the LSM list, where lore has them: b4 diff finds the revision
+    before a new one there. Once, on a new archive; messages it has are kept."""
+    n = 0
+    for mbox in sorted(ws.root.glob("cover-letter/*/posted/v*.mbox")):
+        for m in maildir.mbox(mbox, create=False):
+            subprocess.run(["public-inbox-mda"], input=m.as_bytes(), capture_output=True, env={
+                **os.environ, "PI_CONFIG": st["dir"] + "/config", "PI_EMERGENCY": st["dir"] +
+                "/emergency", "ORIGINAL_RECIPIENT": "linux-security-module@vger.kernel.org"})
+            n += 1
+    return n
+
+
 def _list(ws, args):
+    new = not (ws.build / "list" / "config").exists()
     st = start(ws)
+    if new:
+        print("the archive of the LSM list: %d messages of the recorded postings" % seed(ws, st))
     print("list archives: " + ", ".join("%s/%s/" % (st["http"], n) for n in LISTS.values()))
     print("SMTP: 127.0.0.1:%d (mail to others: %s/mail/<address>/)" % (st["smtp_port"], st["dir"]))
     print("b4 and make send/review/trailers use it while it runs; make list-stop stops it")
