@@ -25,14 +25,16 @@ def workspace(ws):
                      series=top / "series", base=ws.base, sender=ws.sender)
 
 
-def online_env(ws):
+def online_env(ws, scratch=True):
     """b4's settings for reading the archive: the local list's while it
-    runs (else b4's own: lore), and a scratch identity for its commits."""
+    runs, with a cache of its own (else b4's own: lore), and (SCRATCH) an
+    identity for its throwaway commits."""
     lst = inbox.state(ws)
     if lst:     # public-inbox-httpd reopens its Xapian search, stale after deliveries
         os.kill(lst["pids"]["httpd"], signal.SIGHUP)
         time.sleep(0.5)
-    return git_env(SCRATCH_PAIRS + (inbox.config(lst) if lst else []))
+    env = git_env(SCRATCH_PAIRS * scratch + (inbox.config(lst) if lst else []))
+    return {**env, "XDG_CACHE_HOME": lst["dir"] + "/cache"} if lst else env   # b4's own
 
 
 def fetch(ws, msgid, dest):

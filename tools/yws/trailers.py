@@ -71,7 +71,7 @@ def stage_trailers(ws, args):
                 continue
             with prep.on_branch(ws.tree, name):
                 out = b4(ws.tree, "trailers", "-u", *(["-m", mboxes[name]] if args.mbox else []),
-                         env=online_env(ws), online=not args.mbox, label="b4 trailers")
+                         env=online_env(ws, scratch=False), online=not args.mbox, label="b4 trailers")
             print("\n".join("  %s | %s" % (name, ln) for ln in out.splitlines()))
         after = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
         changed = sum(a != b for a, b in zip(after, before))
