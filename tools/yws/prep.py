@@ -322,7 +322,7 @@ def stage_prep(ws, args):
 
 
 def stage_export(ws, args):
-    with Stage(ws, "export") as st:
+    with Stage(ws, "export", argv=["export"]) as st:
         if git(ws.tree, "status", "--porcelain", "--untracked-files=no"):
             raise StageError("%s has uncommitted edits: commit them first" % ws.tree)
         with tempfile.TemporaryDirectory() as d:

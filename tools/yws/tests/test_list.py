@@ -5,6 +5,7 @@ maintainer's replies collected by make trailers, the next revision sent
 and range-diffed from the archive; and each bad input."""
 import argparse
 import email
+import email.policy
 import shutil
 import smtplib
 
@@ -12,16 +13,31 @@ import pytest
 
 from test_posting import ME, commit, fake_results, make_ws, post
 from yws import cover as CV, inbox, posting, prep, results, review, send, trailers
-from yws.ws import StageError, git
+from yws.ws import Workspace, git
 
 LSM = "linux-security-module@vger.kernel.org"
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """Both series posted (v1), once: b4 is slow to start."""
+    top = tmp_path_factory.mktemp("template")
+    w = make_ws(top)
+    fake_results(w)
+    assert post(w) == 0
+    return top
+
+
 @pytest.fixture
-def ws(tmp_path, monkeypatch):
-    """Both series posted (v1), b4's cache private; the list stopped at the end."""
+def ws(template, tmp_path, monkeypatch):
+    """A copy of the template of the test's own (its recorded paths moved
+    along), b4's cache private; the list stopped at the end."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    w = make_ws(tmp_path)
+    top = tmp_path / "c"
+    shutil.copytree(template, top, symlinks=True)
+    for f in list(top.glob("ws/build/results/*.json")) + list(top.glob("ws/out/**/*.json")):
+        f.write_text(f.read_text().replace(str(template), str(top)))
+    w = Workspace(top / "ws", tree=top / "linux", series=top / "ws" / "series", sender=ME)
 
     def base_tree(ws, dest):     # the tiny tree's base, as deps gives the kernel's
         shutil.rmtree(dest, ignore_errors=True)
@@ -29,15 +45,9 @@ def ws(tmp_path, monkeypatch):
         git(dest, "checkout", "-q", "--detach", "base")
         git(dest, "tag", "-f", "base", "HEAD")
     monkeypatch.setattr(review.deps, "base_tree", base_tree)
-    fake_results(w)
-    assert post(w) == 0
     yield w
     inbox.stop(w)
     assert not list((w.build / "list").glob("state.json"))
-
-
-def do(fn, **kw):
-    return fn(argparse.Namespace(**kw))
 
 
 def sent(ws):
@@ -50,7 +60,7 @@ def summary(ws, stage):
 
 def reply(lst, to, text, frm="Kees Cook <kees@kernel.org>", msgid="r1@kernel.org"):
     """A reply to the message TO, sent over SMTP to the list."""
-    m = email.message.EmailMessage()
+    m = email.message.EmailMessage(policy=email.policy.SMTP.clone(max_line_length=998))
     m["From"], m["To"], m["Subject"] = frm, LSM, "Re: " + " ".join(str(to["Subject"]).split())
     m["Message-ID"], m["Date"] = "<%s>" % msgid, email.utils.formatdate()
     m["In-Reply-To"] = m["References"] = to["Message-ID"]
@@ -159,7 +169,7 @@ def test_trailers_from_a_reply_to_an_older_revision(ws):
 
 def test_trailers_from_an_mbox_of_replies_only(ws, tmp_path):
     link = thread(ws, "yama-lsm", 1)
-    m = email.message.EmailMessage()
+    m = email.message.EmailMessage(policy=email.policy.SMTP.clone(max_line_length=998))
     m["From"], m["Subject"] = "Kees Cook <kees@kernel.org>", "Re: " + str(link[1][4]["Subject"])
     m["Message-ID"], m["In-Reply-To"] = "<x1@kernel.org>", link[1][4]["Message-ID"]
     m["Date"] = email.utils.formatdate()
