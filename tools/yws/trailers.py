@@ -11,11 +11,12 @@ from pathlib import Path
 from . import cover, inbox, prep
 from .posting import cover_msgid
 from .review import online_env
-from .thread import numbered, read_mbox, text, unfold
+from .thread import SUBJ, numbered, read_mbox, text, unfold
 from .ws import Stage, StageError, b4, git
 
 NAK = re.compile(r"(?mi)^\s*(nack(ed)?-by:|NAK\b|NACK\b)")
 TRAILER = re.compile(r"(?mi)^\s*(reviewed|acked|tested|reported|suggested)-by:\s*\S")
+FULL = re.compile(r"(?mi)^\s*(?:reviewed|acked|tested)-by:.*$")
 
 
 def comments(msgs):
@@ -32,6 +33,21 @@ def comments(msgs):
         nak = bool(NAK.search(own))
         if nak or (own and not TRAILER.search(own)):
             out.append((unfold(m.get("From")), s, nak))
+    return out
+
+
+def unapplied(msgs, messages):
+    """The replies to a patch whose trailers b4 did not put on the commit
+    of that subject (MESSAGES: {subject: commit message}): a reply to an
+    older revision of a patch that changed since, as b4 carries trailers
+    only to the same patch. [(from, subject)]"""
+    out = []
+    for m in msgs:
+        p = SUBJ.match(re.sub(r"(?i)^re: *", "", unfold(m.get("Subject"))))
+        own = "\n".join(ln for ln in text(m).splitlines() if not ln.lstrip().startswith(">"))
+        got = p and int(p.group(2)) and messages.get(p.group(4))
+        if got and any(t.strip() not in got for t in FULL.findall(own)):
+            out.append((unfold(m.get("From")), unfold(m.get("Subject"))))
     return out
 
 
@@ -76,16 +92,20 @@ def stage_trailers(ws, args):
         after = [git(ws.tree, "log", "-1", "--format=%B", c) for c in prep.patches(ws.tree)]
         changed = sum(a != b for a, b in zip(after, before))
         for name in prep.names(ws) if lst and not msgs else []:
-            for r in cover.posted_revisions(ws, name)[-1:]:
-                got = Path(tmp) / ("%s.mbox" % name)
+            for r in cover.posted_revisions(ws, name):
+                got = Path(tmp) / ("%s-v%d.mbox" % (name, r))
                 got.write_bytes(inbox.archive(lst, cover_msgid(cover.posted(ws, name, r))) or b"")
                 msgs += read_mbox(got) if got.stat().st_size else []
         for who, subj, nak in comments(msgs):
             print("  %s from %s: %s" % ("NAK" if nak else "comment to answer", who, subj))
+        lost = unapplied(msgs, {m.split("\n", 1)[0]: m for m in after})
+        for who, subj in lost:
+            print("  NOT applied (a reply to an older revision of a patch that changed "
+                  "since?): %s: %s" % (who, subj))
         if changed and prep.stage_export(ws, args):
             raise StageError("the trailers are in the tree, the export failed")
         st.passed = 1 + changed
-        st.details = {"commits_changed": changed, "comments": comments(msgs)}
+        st.details = {"commits_changed": changed, "comments": comments(msgs), "unapplied": lost}
         st.summary = "%d commit(s) got trailers%s; %d reply(ies) to answer" % (
             changed, ", series/ exported" if changed else "", len(st.details["comments"]))
     return st.exit_code

@@ -116,6 +116,7 @@ def test_the_whole_loop_on_the_local_list(ws):
     assert "Reviewed-by: Kees Cook" in (ws.series / "0003-yama-first-change.patch").read_text()
     assert trailers.stage_trailers(ws, argparse.Namespace(mbox=None)) == 0
     assert results.read(ws.results, "trailers")["details"]["commits_changed"] == 0, "once"
+    assert not results.read(ws.results, "trailers")["details"]["unapplied"]
     # the next revision: sent, and b4 diff from the archive shows the change
     commit(ws.tree, "yama: third change", "int d;")
     (ws.root / "cover-letter" / "yama-lsm" / "changes" / "v2.txt").write_text(
@@ -165,6 +166,8 @@ def test_trailers_from_a_reply_to_an_older_revision(ws):
     m = msgs_of(ws, "yama-lsm")
     assert "Reviewed-by: Kees Cook" in m["yama: first change"]
     assert "Reviewed-by" not in m["yama: second change"], "the patch changed since v1"
+    lost = results.read(ws.results, "trailers")["details"]["unapplied"]
+    assert [x[1] for x in lost] == ["Re: " + str(v1[2][4]["Subject"])], "said, not lost"
 
 
 def test_trailers_from_an_mbox_of_replies_only(ws, tmp_path):
