@@ -75,6 +75,16 @@ def configure(ws, tree):
         f.writelines(p + "\n" for p in ("/.b4-config", ".*.sw?", "*~") if p not in have)
 
 
+def recommit(tree, c, parent, tree_of=None, message=None):
+    """Commit C again on PARENT: its author, the tree of TREE_OF (else its
+    own), MESSAGE (else its own); the new commit id."""
+    who = git(tree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad%x00%B", c)
+    who = who.split("\x00", 3)
+    return git(tree, "commit-tree", (tree_of or c) + "^{tree}", "-p", parent, "-F", "-",
+               input=(message or who[3]).rstrip("\n") + "\n", env=dict(zip(
+                   ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE"), who)))
+
+
 def enroll(ws, tree, name, change_id, prefixes):
     """Branch b4/NAME at HEAD, with a cover commit b4 prep wrote, holding
     the series' recorded CHANGE_ID. b4 0.12 enrolls no branch that holds
@@ -85,12 +95,8 @@ def enroll(ws, tree, name, change_id, prefixes):
     git(tree, "checkout", "-q", "-f", "-B", "b4/" + name, "base")
     b4(tree, "prep", "-e", "base")
     text, track = git(tree, "log", "-1", "--format=%B", "HEAD").split(MARK, 1)
-    who = git(tree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", "HEAD")
-    git(tree, "reset", "-q", "--hard", git(
-        tree, "commit-tree", at + "^{tree}", "-p", at, "-F", "-", input=text + MARK + re.sub(
-            r'"change-id": "[^"]*"', '"change-id": "%s"' % change_id, track) + "\n",
-        env=dict(zip(("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE"),
-                     who.split("\x00")))))
+    git(tree, "reset", "-q", "--hard", recommit(tree, "HEAD", at, at, text + MARK + re.sub(
+        r'"change-id": "[^"]*"', '"change-id": "%s"' % change_id, track)))
     if prefixes:
         b4(tree, "prep", "--set-prefixes", *prefixes)
     (tree / ".git" / ("yws-cover-" + name)).unlink(missing_ok=True)
@@ -126,21 +132,17 @@ def on_branch(tree, name):
         yield
     finally:
         new = git(tree, "rev-parse", "b4/" + name)
-        if new == old:
-            git(tree, "checkout", "-q", top)
-        elif git(tree, "rev-parse", new + "^{tree}") != git(tree, "rev-parse", old + "^{tree}"):
-            raise StageError("b4/%s changed its tree: rebase %s onto it by hand" % (name, top))
-        for c in git(tree, "rev-list", "--reverse", "%s..%s" % (old, top)).split() * (new != old):
-            who = git(tree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", c)
-            new = git(tree, "commit-tree", c + "^{tree}", "-p", new, "-F", "-",
-                      input=git(tree, "log", "-1", "--format=%B", c) + "\n", env=dict(zip(
-                          ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE"),
-                          who.split("\x00"))))
-        if new != old:
+        moved = git(tree, "rev-parse", new + "^{tree}") != git(tree, "rev-parse", old + "^{tree}")
+        for c in git(tree, "rev-list", "--reverse", "%s..%s" % (old, top)).split() * (
+                new != old and not moved):
+            new = recommit(tree, c, new)
+        if new != old and not moved:
             git(tree, "update-ref", "refs/heads/" + top, new)
-            git(tree, "checkout", "-q", top)
+        git(tree, "checkout", "-q", top)
         for f, t in times.items():
             os.utime(f, ns=(t, t))
+        if moved:
+            raise StageError("b4/%s changed its tree: rebase %s onto it by hand" % (name, top))
 
 
 def patches(tree, rev="HEAD"):
